@@ -1,0 +1,54 @@
+# MemoryHub: `make run` serves everything; `make test` checks everything.
+# Both install what they need into .venv first (fast when nothing changed).
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export MEMORYHUB_HOME ?= $(CURDIR)/.memoryhub
+
+.PHONY: install run test lint format stop lock browser clean bench
+
+install: $(STAMP)
+
+$(STAMP): requirements.lock pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	touch $(STAMP)
+
+# Browser tests drive Debian's Chromium (Playwright's own download cannot work offline).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+		echo "Installing Debian's chromium for the browser tests"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+		|| { echo "could not install chromium (apt-get)"; exit 1; }; }
+
+run: install
+	$(PY) -m memoryhub.run
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	MEMORYHUB_NO_SERVERS=1 $(VENV)/bin/mypy .
+
+format: install
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+# Tests get servers of their own under $(MEMORYHUB_HOME)/test: never the demo's data.
+test: install browser lint
+	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/test MEMORYHUB_STOP_SERVERS=1 $(PY) -m pytest
+
+stop: install
+	$(PY) -c "from memoryhub import embedded; embedded.stop_all()"
+
+# Re-pin the whole dependency tree from pyproject.toml's direct pins.
+lock:
+	rm -rf /tmp/memoryhub-lock && $(PYTHON) -m venv /tmp/memoryhub-lock
+	$(PYTHON) -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
+		print('\\n'.join(p['dependencies'] + p['optional-dependencies']['dev']))" > /tmp/memoryhub-lock/direct.txt
+	/tmp/memoryhub-lock/bin/pip install --quiet --disable-pip-version-check -r /tmp/memoryhub-lock/direct.txt
+	/tmp/memoryhub-lock/bin/pip freeze > requirements.lock
+
+clean:
+	rm -rf $(VENV) staticfiles

@@ -1,0 +1,156 @@
+"""The memory endpoints of API.md. Operations stay thin: parse, call a service or
+selector, shape the answer. Isolation is the selectors' job."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from ninja import Query, Router, Status
+
+from memories import selectors, services
+from memories.models import ApiKey
+from memories.schemas import (
+    BulkIn,
+    BulkOut,
+    ErrorOut,
+    HistoryOut,
+    KindName,
+    MemoryIn,
+    MemoryOut,
+    MemoryPageOut,
+    MemoryPatch,
+    ScopeName,
+    StatusName,
+    SupersedeIn,
+    UserId,
+    memory_out,
+)
+
+router = Router(tags=["memories"])
+ERRORS: dict[int, Any] = dict.fromkeys((400, 401, 404, 409, 413, 422, 503), ErrorOut)
+
+
+def api_key(request: HttpRequest) -> ApiKey:
+    key = request.auth  # type: ignore[attr-defined]
+    assert isinstance(key, ApiKey)
+    return key
+
+
+def actor(request: HttpRequest) -> str:
+    return f"api_key:{api_key(request).prefix}"
+
+
+def _fresh(request: HttpRequest, user_id: str, memory_id: Any) -> dict[str, Any]:
+    """Re-read through the selector so the answer shows links and successor as stored."""
+    memory = selectors.memory_get_visible(project=api_key(request).project, user_id=user_id, memory_id=memory_id)
+    return memory_out(memory)
+
+
+def _draft(body: MemoryIn | SupersedeIn, *, scope: str) -> services.MemoryDraft:
+    return services.MemoryDraft(
+        user_id=body.user_id,
+        content=body.content,
+        kind=body.kind,
+        category=body.category,
+        scope=scope,
+        importance=body.importance,
+        metadata=body.metadata,
+        expires_at=body.expires_at,
+        related=[(item.id, item.relationship) for item in body.related],
+    )
+
+
+@router.post("/memories", response={201: MemoryOut, **ERRORS})
+def create_memory(request: HttpRequest, body: MemoryIn) -> Status[Any]:
+    """Create one memory. It is embedded before the answer when the embedder is up."""
+    project = api_key(request).project
+    draft = _draft(body, scope=body.scope)
+    if body.supersedes:
+        old = selectors.memory_get_visible(project=project, user_id=body.user_id, memory_id=body.supersedes)
+        memory = services.memory_supersede(memory=old, draft=draft, actor=actor(request))
+    else:
+        memory = services.memory_create(project=project, draft=draft, actor=actor(request))
+    return Status(201, _fresh(request, body.user_id, memory.pk))
+
+
+@router.post("/memories/bulk", response={201: BulkOut, **ERRORS})
+def bulk_create_memories(request: HttpRequest, body: BulkIn) -> Status[Any]:
+    """Create up to 1,000 memories at once, all or nothing; embedding runs in the background."""
+    drafts = [services.MemoryDraft(**item.model_dump()) for item in body.memories]
+    memories = services.memory_bulk_create(project=api_key(request).project, drafts=drafts, actor=actor(request))
+    return Status(201, {"ids": [str(m.pk) for m in memories]})
+
+
+@router.get("/memories", response={200: MemoryPageOut, **ERRORS})
+def list_memories(
+    request: HttpRequest,
+    user_id: UserId,
+    kind: KindName | None = None,
+    category: str | None = None,
+    scope: ScopeName | None = None,
+    status: StatusName | None = None,
+    q: str | None = None,
+    limit: int = Query(50, ge=1, le=200),  # type: ignore[type-arg]
+    cursor: str | None = None,
+) -> dict[str, Any]:
+    """One user's visible memories, newest first, with cursor pagination."""
+    filters = selectors.MemoryFilters(kind=kind, category=category, scope=scope, status=status, q=q)
+    page = selectors.memories_for_user(
+        project=api_key(request).project, user_id=user_id, filters=filters, limit=limit, cursor=cursor
+    )
+    return {"items": [memory_out(m) for m in page.items], "next_cursor": page.next_cursor}
+
+
+@router.get("/memories/{memory_id}", response={200: MemoryOut, **ERRORS})
+def get_memory(request: HttpRequest, memory_id: str, user_id: UserId) -> dict[str, Any]:
+    """One memory, if the user may see it."""
+    return _fresh(request, user_id, memory_id)
+
+
+@router.patch("/memories/{memory_id}", response={200: MemoryOut, **ERRORS})
+def edit_memory(request: HttpRequest, memory_id: str, body: MemoryPatch) -> dict[str, Any]:
+    """Edit fields of a memory; every change is recorded as a revision."""
+    memory = selectors.memory_get_visible(project=api_key(request).project, user_id=body.user_id, memory_id=memory_id)
+    changes = body.model_dump(exclude_unset=True, exclude={"user_id", "reason"})
+    services.memory_edit(memory=memory, changes=changes, actor=actor(request), reason=body.reason)
+    return _fresh(request, body.user_id, memory.pk)
+
+
+@router.delete("/memories/{memory_id}", response={204: None, **ERRORS})
+def delete_memory(request: HttpRequest, memory_id: str, user_id: UserId) -> HttpResponse:
+    """Soft delete: gone from every read; the history stays."""
+    memory = selectors.memory_get_visible(project=api_key(request).project, user_id=user_id, memory_id=memory_id)
+    services.memory_delete(memory=memory, actor=actor(request))
+    return HttpResponse(status=204)
+
+
+@router.get("/memories/{memory_id}/history", response={200: HistoryOut, **ERRORS})
+def memory_history(request: HttpRequest, memory_id: str, user_id: UserId) -> dict[str, Any]:
+    """Every revision, and the supersede chain oldest to newest."""
+    memory = selectors.memory_get_visible(project=api_key(request).project, user_id=user_id, memory_id=memory_id)
+    revisions, chain = selectors.memory_history(memory=memory, user_id=user_id)
+    return {
+        "revisions": [
+            {
+                "id": r.pk,
+                "action": r.action,
+                "before": r.before,
+                "after": r.after,
+                "actor": r.actor,
+                "reason": r.reason,
+                "created_at": r.created_at,
+            }
+            for r in revisions
+        ],
+        "chain": [_fresh(request, user_id, m.pk) for m in chain],
+    }
+
+
+@router.post("/memories/{memory_id}/supersede", response={201: MemoryOut, **ERRORS})
+def supersede_memory(request: HttpRequest, memory_id: str, body: SupersedeIn) -> Status[Any]:
+    """Write a new version; the old one becomes ``superseded`` (409 if it already is)."""
+    old = selectors.memory_get_visible(project=api_key(request).project, user_id=body.user_id, memory_id=memory_id)
+    draft = _draft(body, scope=body.scope or old.scope)
+    new = services.memory_supersede(memory=old, draft=draft, actor=actor(request), reason=body.reason)
+    return Status(201, _fresh(request, body.user_id, new.pk))

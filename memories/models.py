@@ -1,0 +1,308 @@
+"""The memory domain's data. Rules live in services.py; reads in selectors.py."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+from django.db.models import Q
+from pgvector.django import VectorField
+
+DEFAULT_TAXONOMY = [
+    "coding-preferences",
+    "project-conventions",
+    "architectural-decisions",
+    "user-facts",
+    "corrections",
+    "patterns",
+    "finding",
+    "insight",
+    "lesson",
+]
+
+
+def default_taxonomy() -> list[str]:
+    return list(DEFAULT_TAXONOMY)
+
+
+class Team(models.Model):
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=100, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Role(models.TextChoices):
+    VIEWER = "viewer"
+    REVIEWER = "reviewer"
+    ADMIN = "admin"
+
+
+class Membership(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=20, choices=Role.choices, default=Role.VIEWER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["team", "user"], name="membership_unique_team_user")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team} ({self.role})"
+
+
+class CapturePolicy(models.TextChoices):
+    AUTO = "auto", "Auto-approve everything"
+    REVIEW = "review", "Send everything to review"
+    CONFIDENCE = "confidence", "Auto-approve above a confidence"
+
+
+class Project(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="projects")
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=100, unique=True)
+    capture_policy = models.CharField(max_length=20, choices=CapturePolicy.choices, default=CapturePolicy.AUTO)
+    auto_approve_confidence = models.FloatField(default=0.8)
+    taxonomy = models.JSONField(default=default_taxonomy)
+    hyde_enabled = models.BooleanField(default=True)
+    token_budget = models.PositiveIntegerField(default=1000)
+    retrieval_rate_limit = models.PositiveIntegerField(default=10, help_text="Retrievals per user per minute")
+    # The embedding model whose vectors searches use. A re-embed builds the next
+    # model's vectors beside these and flips this field in one transaction.
+    active_embedding_model = models.CharField(max_length=100, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class ApiKey(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=200, blank=True, default="")
+    prefix = models.CharField(max_length=16, db_index=True)
+    key_hash = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.project})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+
+class Scope(models.TextChoices):
+    USER = "user"
+    PROJECT = "project"
+
+
+class Kind(models.TextChoices):
+    FACT = "fact"
+    PREFERENCE = "preference"
+    DECISION = "decision"
+    NOTE = "note"
+
+
+class Status(models.TextChoices):
+    ACTIVE = "active"
+    PENDING_REVIEW = "pending_review"
+    SUPERSEDED = "superseded"
+    ARCHIVED = "archived"
+    DELETED = "deleted"
+
+
+class EmbeddingStatus(models.TextChoices):
+    PENDING = "pending"
+    READY = "ready"
+    FAILED = "failed"
+
+
+class Memory(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memories")
+    # The end user the memory belongs to; for project-scope memories, who it came from.
+    user_id = models.CharField(max_length=255)
+    scope = models.CharField(max_length=10, choices=Scope.choices, default=Scope.USER)
+    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.FACT)
+    category = models.CharField(max_length=100, blank=True, default="")
+    content = models.TextField()
+    content_hash = models.CharField(max_length=64)
+    importance = models.FloatField(default=0.5)
+    metadata = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.ACTIVE)
+    version = models.PositiveIntegerField(default=1)
+    supersedes = models.OneToOneField(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="superseded_by"
+    )
+    source = models.JSONField(null=True, blank=True)
+    search = models.GeneratedField(
+        expression=SearchVector("content", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    embedding_status = models.CharField(max_length=10, choices=EmbeddingStatus.choices, default=EmbeddingStatus.PENDING)
+    embedding_error = models.TextField(blank=True, default="")
+    embedding_attempts = models.PositiveIntegerField(default=0)
+    created_by = models.CharField(max_length=255, help_text="Actor: api_key:<prefix>, user:<name> or system:<what>")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    valid_from = models.DateTimeField(null=True, blank=True)
+    valid_until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["project", "user_id", "status", "-created_at"], name="memory_user_listing"),
+            models.Index(
+                fields=["project", "status", "-created_at"],
+                name="memory_project_scope",
+                condition=Q(scope="project"),
+            ),
+            models.Index(fields=["project", "user_id", "content_hash"], name="memory_content_hash"),
+            models.Index(
+                fields=["embedding_status", "updated_at"],
+                name="memory_embedding_backlog",
+                condition=~Q(embedding_status="ready"),
+            ),
+            GinIndex(fields=["search"], name="memory_search_gin"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(importance__gte=0) & Q(importance__lte=1), name="memory_importance_range"
+            ),
+            models.CheckConstraint(condition=Q(version__gte=1), name="memory_version_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.content[:60]} ({self.user_id}, v{self.version})"
+
+
+class MemoryRevision(models.Model):
+    """One change to a memory: what it was before, what it became, who and why."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="revisions")
+    action = models.CharField(max_length=20)
+    before = models.JSONField(default=dict)
+    after = models.JSONField(default=dict)
+    actor = models.CharField(max_length=255)
+    reason = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["memory", "created_at"], name="revision_memory_time")]
+
+    def __str__(self) -> str:
+        return f"{self.action} of {self.memory_id} by {self.actor}"
+
+
+class Relationship(models.TextChoices):
+    RELATED = "related"
+    REFINES = "refines"
+    CONTRADICTS = "contradicts"
+    SUPERSEDES = "supersedes"
+    DERIVED_FROM = "derived_from"
+
+
+class MemoryEdge(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="edges")
+    from_memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="edges_out")
+    to_memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="edges_in")
+    relationship = models.CharField(max_length=20, choices=Relationship.choices, default=Relationship.RELATED)
+    created_by = models.CharField(max_length=255)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["from_memory", "to_memory", "relationship"], name="edge_unique"),
+            models.CheckConstraint(condition=~Q(from_memory=models.F("to_memory")), name="edge_no_self_link"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.from_memory_id} -{self.relationship}-> {self.to_memory_id}"
+
+
+class Embedding(models.Model):
+    """A memory's vector under one model. Narrow on purpose: scans stay in cache.
+
+    ``project``, ``user_id`` and ``scope`` are copied from the memory so a user's
+    vector search filters here without touching the wide memory table.
+    """
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="embeddings")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    user_id = models.CharField(max_length=255)
+    scope = models.CharField(max_length=10, choices=Scope.choices)
+    model = models.CharField(max_length=100)
+    dimension = models.PositiveIntegerField()
+    vector = VectorField()
+    content_hash = models.CharField(max_length=64, default="", help_text="Hash of the content it was made from")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["memory", "model"], name="embedding_unique_memory_model")]
+        indexes = [models.Index(fields=["model", "project", "user_id"], name="embedding_owner")]
+
+    def __str__(self) -> str:
+        return f"{self.memory_id} @ {self.model}"
+
+
+class Conversation(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="conversations")
+    user_id = models.CharField(max_length=255)
+    session_id = models.CharField(max_length=255, blank=True, default="")
+    title = models.CharField(max_length=255, blank=True, default="")
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["project", "user_id", "session_id"], name="conversation_session")]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}/{self.session_id or self.id}"
+
+
+class Message(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    seq = models.PositiveIntegerField()
+    role = models.CharField(max_length=20)
+    content = models.TextField(blank=True, default="")
+    # Tool calls and other structured parts, kept verbatim for audit; never embedded.
+    extra = models.JSONField(default=dict, blank=True)
+    correlation_id = models.CharField(max_length=100, blank=True, default="")
+    embedding_model = models.CharField(max_length=100, blank=True, default="")
+    embedding = VectorField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["conversation", "seq"]
+        constraints = [models.UniqueConstraint(fields=["conversation", "seq"], name="message_unique_seq")]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.content[:60]}"
+
+
+class ScratchpadEntry(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="scratchpad")
+    user_id = models.CharField(max_length=255)
+    key = models.CharField(max_length=255)
+    value = models.JSONField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "user_id", "key"], name="scratchpad_unique_key")]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}:{self.key}"

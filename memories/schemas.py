@@ -1,0 +1,186 @@
+"""Request and response schemas of the memory endpoints (the contract in API.md)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from ninja import Schema
+from pydantic import AwareDatetime, ConfigDict, Field, StringConstraints
+
+UserId = Annotated[str, StringConstraints(min_length=1, max_length=255)]
+KindName = Literal["fact", "preference", "decision", "note"]
+ScopeName = Literal["user", "project"]
+StatusName = Literal["active", "pending_review", "superseded", "archived", "deleted"]
+RelationshipName = Literal["related", "refines", "contradicts", "supersedes", "derived_from"]
+Category = Annotated[str, StringConstraints(max_length=100)]
+
+
+class StrictSchema(Schema):
+    # Unknown fields are a client bug worth hearing about (a typo'd "contnet" would
+    # otherwise store an empty memory's worth of nothing).
+    model_config = ConfigDict(extra="forbid")
+
+
+class RelatedIn(StrictSchema):
+    id: str
+    relationship: RelationshipName = "related"
+
+
+class MemoryFields(StrictSchema):
+    content: str
+    kind: KindName = "fact"
+    category: Category = ""
+    importance: float = Field(0.5, ge=0, le=1)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    expires_at: AwareDatetime | None = None
+    related: list[RelatedIn] = Field(default_factory=list, max_length=100)
+
+
+class MemoryIn(MemoryFields):
+    user_id: UserId
+    scope: ScopeName = "user"
+    supersedes: str | None = None
+
+
+class BulkMemoryItem(StrictSchema):
+    user_id: UserId
+    content: str
+    kind: KindName = "fact"
+    category: Category = ""
+    scope: ScopeName = "user"
+    importance: float = Field(0.5, ge=0, le=1)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    expires_at: AwareDatetime | None = None
+
+
+class BulkIn(StrictSchema):
+    memories: list[BulkMemoryItem]
+
+
+class BulkOut(Schema):
+    ids: list[str]
+
+
+class SupersedeIn(MemoryFields):
+    user_id: UserId
+    scope: ScopeName | None = None
+    reason: str = ""
+
+
+class MemoryPatch(StrictSchema):
+    user_id: UserId
+    content: str | None = None
+    kind: KindName | None = None
+    category: Category | None = None
+    importance: float | None = Field(None, ge=0, le=1)
+    metadata: dict[str, Any] | None = None
+    expires_at: AwareDatetime | None = None
+    reason: str = ""
+
+
+class RelatedOut(Schema):
+    id: str
+    relationship: str
+
+
+class MemoryOut(Schema):
+    id: str
+    user_id: str
+    scope: ScopeName
+    kind: KindName
+    category: str
+    content: str
+    importance: float
+    metadata: dict[str, Any]
+    status: StatusName
+    version: int
+    supersedes: str | None
+    superseded_by: str | None
+    related: list[RelatedOut]
+    source: dict[str, Any] | None
+    embedding_status: Literal["ready", "pending", "failed"]
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime | None
+
+
+class MemoryPageOut(Schema):
+    items: list[MemoryOut]
+    next_cursor: str | None
+
+
+class RevisionOut(Schema):
+    id: int
+    action: str
+    before: dict[str, Any]
+    after: dict[str, Any]
+    actor: str
+    reason: str
+    created_at: datetime
+
+
+class HistoryOut(Schema):
+    revisions: list[RevisionOut]
+    chain: list[MemoryOut]
+
+
+class ErrorBody(Schema):
+    code: str
+    message: str
+    details: Any = None
+
+
+class ErrorOut(Schema):
+    error: ErrorBody
+
+
+def memory_out(memory: Any) -> dict[str, Any]:
+    """The API's memory object. Expects ``with_relations`` prefetches for speed."""
+    try:
+        successor = memory.superseded_by
+    except memory.__class__.superseded_by.RelatedObjectDoesNotExist:
+        successor = None
+    return {
+        "id": str(memory.pk),
+        "user_id": memory.user_id,
+        "scope": memory.scope,
+        "kind": memory.kind,
+        "category": memory.category,
+        "content": memory.content,
+        "importance": memory.importance,
+        "metadata": memory.metadata,
+        "status": memory.status,
+        "version": memory.version,
+        "supersedes": str(memory.supersedes_id) if memory.supersedes_id else None,
+        "superseded_by": str(successor.pk) if successor else None,
+        "related": [
+            {"id": str(edge.to_memory_id), "relationship": edge.relationship}
+            for edge in memory.edges_out.all()
+            if edge.relationship != "supersedes"
+        ],
+        "source": memory.source,
+        "embedding_status": memory.embedding_status,
+        "created_at": memory.created_at,
+        "updated_at": memory.updated_at,
+        "expires_at": memory.expires_at,
+    }
+
+
+class ScratchpadIn(StrictSchema):
+    # No ttl_seconds: scratchpad entries live until overwritten or deleted, and an
+    # unknown field is a 422 rather than a silently ignored expiry.
+    user_id: UserId
+    value: Any
+
+
+class ScratchpadOut(Schema):
+    key: str
+    value: Any
+    updated_at: datetime
+    # Always null today (no TTL); in the answer so clients need no change if TTL comes.
+    expires_at: datetime | None = None
+
+
+class ScratchpadListOut(Schema):
+    items: list[ScratchpadOut]

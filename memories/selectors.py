@@ -1,0 +1,129 @@
+"""Reads of the memory domain, always scoped to one project and one end user.
+
+Isolation lives here, once: a user sees their own ``user``-scope memories and the
+project's ``project``-scope ones, never another user's, never another project's,
+and never a deleted memory. A memory outside that set raises NotFound, exactly
+like a memory that does not exist.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.contrib.postgres.search import SearchQuery
+from django.db.models import Prefetch, Q, QuerySet
+
+from memories.models import Memory, MemoryEdge, MemoryRevision, Project, Scope, Status
+from memoryhub.errors import Invalid, NotFound
+
+
+def visible_q(*, user_id: str, prefix: str = "") -> Q:
+    """The visibility rule as a Q over a Memory relation (``prefix`` like ``"memory__"``)."""
+    return Q(**{f"{prefix}scope": Scope.PROJECT}) | Q(**{f"{prefix}scope": Scope.USER, f"{prefix}user_id": user_id})
+
+
+def memories_visible(*, project: Project, user_id: str) -> QuerySet[Memory]:
+    """Every memory of ``project`` that ``user_id`` may see (any status but deleted)."""
+    return Memory.objects.filter(project=project).filter(visible_q(user_id=user_id)).exclude(status=Status.DELETED)
+
+
+def with_relations(queryset: QuerySet[Memory], *, user_id: str) -> QuerySet[Memory]:
+    """Prefetch what the API's memory object shows: outgoing links and the successor."""
+    edges = MemoryEdge.objects.filter(visible_q(user_id=user_id, prefix="to_memory__")).exclude(
+        to_memory__status=Status.DELETED
+    )
+    return queryset.select_related("superseded_by").prefetch_related(Prefetch("edges_out", queryset=edges))
+
+
+def parse_memory_id(memory_id: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(str(memory_id))
+    except ValueError as error:
+        raise NotFound("memory not found") from error
+
+
+def memory_get_visible(*, project: Project, user_id: str, memory_id: str | uuid.UUID) -> Memory:
+    """One memory the user may see, or NotFound (also for malformed ids)."""
+    pk = memory_id if isinstance(memory_id, uuid.UUID) else parse_memory_id(memory_id)
+    queryset = with_relations(memories_visible(project=project, user_id=user_id), user_id=user_id)
+    memory = queryset.select_related("project").filter(pk=pk).first()
+    if memory is None:
+        raise NotFound("memory not found")
+    return memory
+
+
+@dataclass(frozen=True)
+class MemoryFilters:
+    kind: str | None = None
+    category: str | None = None
+    scope: str | None = None
+    status: str | None = None
+    q: str | None = None
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[Memory]
+    next_cursor: str | None
+
+
+def _encode_cursor(memory: Memory) -> str:
+    raw = f"{memory.created_at.isoformat()}|{memory.pk}"
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        created, pk = raw.split("|", 1)
+        return datetime.fromisoformat(created), uuid.UUID(pk)
+    except (ValueError, binascii.Error, UnicodeDecodeError) as error:
+        raise Invalid("cursor is not valid; use next_cursor from a previous page", code="invalid_cursor") from error
+
+
+def memories_for_user(
+    *, project: Project, user_id: str, filters: MemoryFilters, limit: int, cursor: str | None = None
+) -> Page:
+    """A page of the user's visible memories, newest first, keyset-paginated."""
+    queryset = memories_visible(project=project, user_id=user_id)
+    for name in ("kind", "category", "scope", "status"):
+        value = getattr(filters, name)
+        if value:
+            queryset = queryset.filter(**{name: value})
+    if filters.q:
+        queryset = queryset.filter(search=SearchQuery(filters.q, search_type="websearch", config="english"))
+    if cursor:
+        created, pk = _decode_cursor(cursor)
+        queryset = queryset.filter(Q(created_at__lt=created) | Q(created_at=created, pk__lt=pk))
+    rows = list(with_relations(queryset, user_id=user_id).order_by("-created_at", "-pk")[: limit + 1])
+    next_cursor = _encode_cursor(rows[limit - 1]) if len(rows) > limit else None
+    return Page(items=rows[:limit], next_cursor=next_cursor)
+
+
+def memory_history(*, memory: Memory, user_id: str) -> tuple[list[MemoryRevision], list[Memory]]:
+    """Every revision of ``memory`` and its supersede chain, oldest to newest."""
+    revisions = list(memory.revisions.order_by("created_at", "id"))
+    return revisions, supersede_chain(memory=memory, user_id=user_id)
+
+
+def supersede_chain(*, memory: Memory, user_id: str) -> list[Memory]:
+    """The versions linked to ``memory`` by supersede that ``user_id`` may see, oldest first."""
+    older: list[Memory] = []
+    current = memory
+    while current.supersedes_id is not None:
+        previous = Memory.objects.filter(pk=current.supersedes_id).first()
+        if previous is None:
+            break
+        older.append(previous)
+        current = previous
+    newer: list[Memory] = []
+    current = memory
+    while (successor := Memory.objects.filter(supersedes=current).first()) is not None:
+        newer.append(successor)
+        current = successor
+    chain = [*reversed(older), memory, *newer]
+    return [m for m in chain if m.status != Status.DELETED and (m.scope == Scope.PROJECT or m.user_id == user_id)]

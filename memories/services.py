@@ -1,0 +1,460 @@
+"""Writes to the memory domain. The API, the UI, Celery tasks and management
+commands all call these; none of them re-implements a rule.
+
+Each public service is the outermost transaction (``durable=True``) and queues
+background work on commit, so a worker never reads uncommitted rows. Every change
+writes a :class:`MemoryRevision` naming its actor (``api_key:<prefix>``,
+``user:<username>``, ``system:<what>`` or ``classifier:<job>``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from memories.models import (
+    ApiKey,
+    EmbeddingStatus,
+    Kind,
+    Membership,
+    Memory,
+    MemoryEdge,
+    MemoryRevision,
+    Project,
+    Relationship,
+    Role,
+    Scope,
+    Status,
+    Team,
+)
+from memoryhub.errors import Conflict, Invalid, NotFound, PayloadTooLarge
+
+# Fields a revision snapshots, and the ones an edit may change.
+SNAPSHOT_FIELDS = ("content", "kind", "category", "scope", "importance", "metadata", "status", "version", "expires_at")
+EDITABLE_FIELDS = frozenset({"content", "kind", "category", "importance", "metadata", "expires_at"})
+
+# Hooks other apps register (retrieval embeds; capture queues tasks). Keeping them as
+# plain callables keeps this module free of imports from those apps.
+after_content_change: list[Callable[[Sequence[Memory], bool], None]] = []
+
+
+@dataclass
+class MemoryDraft:
+    """What a caller wants stored; validated by :func:`validate_draft`."""
+
+    user_id: str
+    content: str
+    kind: str = Kind.FACT
+    category: str = ""
+    scope: str = Scope.USER
+    importance: float = 0.5
+    metadata: dict[str, Any] = field(default_factory=dict)
+    expires_at: datetime | None = None
+    source: dict[str, Any] | None = None
+    related: list[tuple[str, str]] = field(default_factory=list)
+
+
+def content_hash(content: str) -> str:
+    """sha256 of the whitespace- and case-normalised content (duplicate detection)."""
+    normalised = " ".join(content.split()).casefold()
+    return hashlib.sha256(normalised.encode()).hexdigest()
+
+
+def validate_draft(*, project: Project, draft: MemoryDraft) -> MemoryDraft:
+    """Check a draft against the project's rules; raise Invalid / PayloadTooLarge."""
+    draft.content = draft.content.strip()
+    if not draft.content:
+        raise Invalid("content must not be empty or whitespace only", code="empty_content")
+    limit = settings.MEMORYHUB_MAX_CONTENT_CHARS
+    if len(draft.content) > limit:
+        raise PayloadTooLarge(
+            f"content is {len(draft.content)} characters; the limit is {limit}", code="content_too_large"
+        )
+    validate_category(project=project, category=draft.category)
+    if not 0 <= draft.importance <= 1:
+        raise Invalid("importance must be between 0 and 1", code="invalid_importance")
+    return draft
+
+
+def validate_category(*, project: Project, category: str) -> None:
+    if category and category not in project.taxonomy:
+        raise Invalid(
+            f"unknown category {category!r}",
+            code="unknown_category",
+            details={"allowed": list(project.taxonomy)},
+        )
+
+
+def snapshot(memory: Memory) -> dict[str, Any]:
+    """The JSON-safe state of a memory that revisions record."""
+    state = {name: getattr(memory, name) for name in SNAPSHOT_FIELDS}
+    state["expires_at"] = memory.expires_at.isoformat() if memory.expires_at else None
+    return state
+
+
+def _revision(memory: Memory, *, action: str, before: dict[str, Any], actor: str, reason: str = "") -> None:
+    MemoryRevision.objects.create(
+        memory=memory, action=action, before=before, after=snapshot(memory), actor=actor, reason=reason
+    )
+
+
+def _new_memory(
+    *, project: Project, draft: MemoryDraft, actor: str, status: str, version: int = 1, supersedes: Memory | None = None
+) -> Memory:
+    return Memory(
+        project=project,
+        user_id=draft.user_id,
+        scope=draft.scope,
+        kind=draft.kind,
+        category=draft.category,
+        content=draft.content,
+        content_hash=content_hash(draft.content),
+        importance=draft.importance,
+        metadata=draft.metadata,
+        expires_at=draft.expires_at,
+        source=draft.source,
+        status=status,
+        version=version,
+        supersedes=supersedes,
+        created_by=actor,
+    )
+
+
+def _notify_content_change(memories: Sequence[Memory], *, inline: bool) -> None:
+    for hook in after_content_change:
+        hook(memories, inline)
+
+
+def memory_create(
+    *, project: Project, draft: MemoryDraft, actor: str, status: str = Status.ACTIVE, embed_inline: bool = True
+) -> Memory:
+    """Store one memory (and its ``related`` links) and record its first revision."""
+    validate_draft(project=project, draft=draft)
+    with transaction.atomic(durable=True):
+        memory = _new_memory(project=project, draft=draft, actor=actor, status=status)
+        memory.save()
+        _revision(memory, action="create", before={}, actor=actor)
+        _link_related(memory, draft.related, actor=actor)
+    _notify_content_change([memory], inline=embed_inline)
+    return memory
+
+
+def memory_bulk_create(*, project: Project, drafts: Sequence[MemoryDraft], actor: str) -> list[Memory]:
+    """Store many memories in one transaction; all or nothing. Embedding runs in the background."""
+    if len(drafts) > settings.MEMORYHUB_MAX_BULK:
+        raise PayloadTooLarge(
+            f"{len(drafts)} memories in one request; the limit is {settings.MEMORYHUB_MAX_BULK}", code="bulk_too_large"
+        )
+    for index, draft in enumerate(drafts):
+        try:
+            validate_draft(project=project, draft=draft)
+        except (Invalid, PayloadTooLarge) as error:
+            error.message = f"memories[{index}]: {error.message}"
+            raise
+    with transaction.atomic(durable=True):
+        memories = Memory.objects.bulk_create(
+            [_new_memory(project=project, draft=d, actor=actor, status=Status.ACTIVE) for d in drafts]
+        )
+        MemoryRevision.objects.bulk_create(
+            [MemoryRevision(memory=m, action="create", before={}, after=snapshot(m), actor=actor) for m in memories]
+        )
+    _notify_content_change(memories, inline=False)
+    return memories
+
+
+def memory_edit(*, memory: Memory, changes: dict[str, Any], actor: str, reason: str = "") -> Memory:
+    """Apply field changes, writing a revision. Content changes re-embed the memory."""
+    unknown = set(changes) - EDITABLE_FIELDS
+    if unknown:
+        raise Invalid(f"cannot edit {', '.join(sorted(unknown))}", code="not_editable")
+    with transaction.atomic(durable=True):
+        memory = Memory.objects.select_for_update().get(pk=memory.pk)
+        before = snapshot(memory)
+        draft = _draft_from(memory, changes)
+        validate_draft(project=memory.project, draft=draft)
+        content_changed = draft.content != memory.content
+        for name in changes:
+            setattr(memory, name, getattr(draft, name))
+        if content_changed:
+            memory.content_hash = content_hash(memory.content)
+            memory.embedding_status = EmbeddingStatus.PENDING
+        if snapshot(memory) == before:
+            return memory
+        memory.save()
+        _revision(memory, action="edit", before=before, actor=actor, reason=reason)
+    if content_changed:
+        _notify_content_change([memory], inline=True)
+    return memory
+
+
+def _draft_from(memory: Memory, changes: dict[str, Any]) -> MemoryDraft:
+    values = {name: getattr(memory, name) for name in ("user_id", "content", "kind", "category", "scope", "importance")}
+    values |= {"metadata": memory.metadata, "expires_at": memory.expires_at}
+    values |= {k: v for k, v in changes.items() if k in EDITABLE_FIELDS}
+    return MemoryDraft(**values)
+
+
+def memory_supersede(*, memory: Memory, draft: MemoryDraft, actor: str, reason: str = "") -> Memory:
+    """Write a successor (version + 1) and mark ``memory`` superseded.
+
+    Raises Conflict when ``memory`` already has a successor. A successor keeps its
+    predecessor's scope, so a chain never spans what different users can see.
+    """
+    validate_draft(project=memory.project, draft=draft)
+    if draft.scope != memory.scope:
+        raise Invalid("a successor keeps the scope of the memory it supersedes", code="scope_change")
+    try:
+        with transaction.atomic(durable=True):
+            old = Memory.objects.select_for_update().get(pk=memory.pk)
+            if old.status == Status.SUPERSEDED or Memory.objects.filter(supersedes=old).exists():
+                raise Conflict("this memory has already been superseded", code="already_superseded")
+            new = _new_memory(
+                project=old.project,
+                draft=draft,
+                actor=actor,
+                status=Status.ACTIVE,
+                version=old.version + 1,
+                supersedes=old,
+            )
+            new.save()
+            before = snapshot(old)
+            old.status = Status.SUPERSEDED
+            old.save(update_fields=["status", "updated_at"])
+            _revision(old, action="superseded", before=before, actor=actor, reason=reason)
+            _revision(new, action="create", before={}, actor=actor, reason=reason)
+            MemoryEdge.objects.create(
+                project=old.project,
+                from_memory=new,
+                to_memory=old,
+                relationship=Relationship.SUPERSEDES,
+                created_by=actor,
+            )
+            _link_related(new, draft.related, actor=actor)
+    except IntegrityError as error:  # a concurrent supersede won the race
+        raise Conflict("this memory has already been superseded", code="already_superseded") from error
+    _notify_content_change([new], inline=True)
+    return new
+
+
+def _set_status(memory: Memory, *, status: str, action: str, actor: str, reason: str = "") -> Memory:
+    with transaction.atomic(durable=True):
+        memory = Memory.objects.select_for_update().get(pk=memory.pk)
+        before = snapshot(memory)
+        memory.status = status
+        memory.deleted_at = timezone.now() if status == Status.DELETED else None
+        memory.save(update_fields=["status", "deleted_at", "updated_at"])
+        _revision(memory, action=action, before=before, actor=actor, reason=reason)
+    return memory
+
+
+def memory_archive(*, memory: Memory, actor: str, reason: str = "") -> Memory:
+    """Take a memory out of retrieval without deleting it."""
+    return _set_status(memory, status=Status.ARCHIVED, action="archive", actor=actor, reason=reason)
+
+
+def memory_delete(*, memory: Memory, actor: str, reason: str = "") -> Memory:
+    """Soft delete: the row and its history stay; nothing reads it any more."""
+    return _set_status(memory, status=Status.DELETED, action="delete", actor=actor, reason=reason)
+
+
+def memory_approve(*, memory: Memory, actor: str, reason: str = "") -> Memory:
+    """Approve a memory waiting for review: it becomes active (and retrievable)."""
+    if memory.status != Status.PENDING_REVIEW:
+        raise Conflict("only memories waiting for review can be approved", code="not_pending_review")
+    return _set_status(memory, status=Status.ACTIVE, action="approve", actor=actor, reason=reason)
+
+
+def memory_restore(*, memory: Memory, actor: str, reason: str = "") -> Memory:
+    """Bring back a deleted or archived memory in the state it had before."""
+    if memory.status not in (Status.DELETED, Status.ARCHIVED):
+        raise Conflict("only deleted or archived memories can be restored", code="not_restorable")
+    last = memory.revisions.filter(action__in=("delete", "archive")).order_by("-created_at", "-id").first()
+    previous = (last.before.get("status") if last else None) or Status.ACTIVE
+    if previous in (Status.DELETED, Status.ARCHIVED):
+        previous = Status.ACTIVE
+    if previous == Status.ACTIVE and Memory.objects.filter(supersedes=memory).exists():
+        previous = Status.SUPERSEDED
+    return _set_status(memory, status=previous, action="restore", actor=actor, reason=reason)
+
+
+def _link_related(memory: Memory, related: Iterable[tuple[str, str]], *, actor: str) -> None:
+    from memories.selectors import memory_get_visible
+
+    for target_id, relationship in related:
+        target = memory_get_visible(project=memory.project, user_id=memory.user_id, memory_id=target_id)
+        _create_edge(memory, target, relationship=relationship, actor=actor)
+
+
+def _create_edge(source: Memory, target: Memory, *, relationship: str, actor: str) -> MemoryEdge:
+    if source.pk == target.pk:
+        raise Invalid("a memory cannot be linked to itself", code="self_link")
+    if relationship not in Relationship.values:
+        raise Invalid(f"unknown relationship {relationship!r}", code="unknown_relationship")
+    if source.scope == Scope.USER and target.scope == Scope.USER and source.user_id != target.user_id:
+        raise NotFound("memory not found")
+    edge, _ = MemoryEdge.objects.get_or_create(
+        from_memory=source,
+        to_memory=target,
+        relationship=relationship,
+        defaults={"project": source.project, "created_by": actor},
+    )
+    return edge
+
+
+def edge_link(*, source: Memory, target: Memory, relationship: str, actor: str) -> MemoryEdge:
+    """Link two memories the caller can see (same project; same user for user-scope ones)."""
+    if source.project_id != target.project_id:
+        raise NotFound("memory not found")
+    with transaction.atomic(durable=True):
+        edge = _create_edge(source, target, relationship=relationship, actor=actor)
+        before = snapshot(source)
+        _revision(source, action="link", before=before, actor=actor, reason=f"{relationship} -> {target.pk}")
+    return edge
+
+
+def edge_unlink(*, source: Memory, target: Memory, relationship: str | None, actor: str) -> int:
+    """Remove links from ``source`` to ``target`` (one relationship, or all). Returns how many."""
+    with transaction.atomic(durable=True):
+        edges = MemoryEdge.objects.filter(from_memory=source, to_memory=target)
+        if relationship:
+            edges = edges.filter(relationship=relationship)
+        count, _ = edges.delete()
+        if count:
+            _revision(source, action="unlink", before=snapshot(source), actor=actor, reason=f"-> {target.pk}")
+    return count
+
+
+# --- Teams, projects and keys -----------------------------------------------------
+
+
+def project_get_or_create(*, slug: str, team_slug: str | None = None) -> Project:
+    """The project with ``slug``, created (with a team of the same name) if missing."""
+    with transaction.atomic():
+        team, _ = Team.objects.get_or_create(slug=team_slug or slug, defaults={"name": team_slug or slug})
+        project, _ = Project.objects.get_or_create(slug=slug, defaults={"team": team, "name": slug})
+    return project
+
+
+def hash_api_key(plain: str) -> str:
+    # Keys are 256-bit random strings, so a fast hash is enough: nothing to brute-force.
+    return hashlib.sha256(plain.encode()).hexdigest()
+
+
+def api_key_create(*, project: Project, name: str = "", created_by: Any = None) -> tuple[ApiKey, str]:
+    """Create a key; returns the row and the plain key, which is never stored."""
+    prefix = secrets.token_hex(4)
+    plain = f"mh_{prefix}_{secrets.token_urlsafe(32)}"
+    key = ApiKey.objects.create(
+        project=project, name=name, prefix=prefix, key_hash=hash_api_key(plain), created_by=created_by
+    )
+    return key, plain
+
+
+def api_key_revoke(*, key: ApiKey) -> ApiKey:
+    """Revoke a key: requests with it answer 401 from now on."""
+    if key.revoked_at is None:
+        key.revoked_at = timezone.now()
+        key.save(update_fields=["revoked_at"])
+    return key
+
+
+# --- Curation UI: capture retries, project settings, memberships --------------------
+
+PROJECT_SETTINGS_FIELDS = frozenset(
+    {"capture_policy", "auto_approve_confidence", "taxonomy", "hyde_enabled", "token_budget"}
+)
+
+
+def capture_job_retry(*, job_id: Any) -> Any:
+    """Put a failed capture job back in the queue: status ``queued``, error cleared.
+
+    Only the row changes; queuing the Celery task is the capture pipeline's job (its
+    sweeper picks up queued rows).
+    """
+    from capture.models import CaptureJob, JobStatus
+
+    with transaction.atomic(durable=True):
+        job = CaptureJob.objects.select_for_update().filter(pk=job_id).first()
+        if job is None:
+            raise NotFound("capture job not found")
+        if job.status != JobStatus.FAILED:
+            raise Conflict("only failed capture jobs can be retried", code="not_failed")
+        job.status = JobStatus.QUEUED
+        job.error = ""
+        job.save(update_fields=["status", "error", "updated_at"])
+    return job
+
+
+def project_settings_update(*, project: Project, changes: dict[str, Any]) -> Project:
+    """Change a project's capture and retrieval settings (validated here, not only in forms)."""
+    unknown = set(changes) - PROJECT_SETTINGS_FIELDS
+    if unknown:
+        raise Invalid(f"cannot change {', '.join(sorted(unknown))}", code="not_editable")
+    taxonomy = changes.get("taxonomy", project.taxonomy)
+    if not taxonomy or len(set(taxonomy)) != len(taxonomy) or not all(isinstance(c, str) and c for c in taxonomy):
+        raise Invalid("the taxonomy needs at least one category and no duplicates", code="invalid_taxonomy")
+    if not 0 <= float(changes.get("auto_approve_confidence", project.auto_approve_confidence)) <= 1:
+        raise Invalid("auto-approve confidence must be between 0 and 1", code="invalid_confidence")
+    if int(changes.get("token_budget", project.token_budget)) < 1:
+        raise Invalid("the token budget must be at least 1", code="invalid_token_budget")
+    with transaction.atomic(durable=True):
+        project = Project.objects.select_for_update().get(pk=project.pk)
+        for name, value in changes.items():
+            setattr(project, name, value)
+        project.save(update_fields=sorted(changes))
+    return project
+
+
+def _check_role(role: str) -> None:
+    if role not in Role.values:
+        raise Invalid(f"unknown role {role!r}", code="unknown_role")
+
+
+def _keep_an_admin(membership: Membership) -> None:
+    # A team without an admin could never manage its keys or members again.
+    others = Membership.objects.filter(team_id=membership.team_id, role=Role.ADMIN).exclude(pk=membership.pk)
+    if membership.role == Role.ADMIN and not others.exists():
+        raise Conflict("a team needs at least one admin", code="last_admin")
+
+
+def membership_add(*, team: Team, username: str, role: str) -> Membership:
+    """Make an existing Django user a member of ``team`` with ``role``."""
+    from django.contrib.auth import get_user_model
+
+    _check_role(role)
+    user = get_user_model().objects.filter(username=username.strip()).first()
+    if user is None:
+        raise NotFound(f"no user named {username.strip()!r}", code="unknown_user")
+    with transaction.atomic(durable=True):
+        membership, created = Membership.objects.get_or_create(team=team, user=user, defaults={"role": role})
+    if not created:
+        raise Conflict(f"{user.get_username()} is already a member", code="already_member")
+    return membership
+
+
+def membership_set_role(*, membership: Membership, role: str) -> Membership:
+    """Change a member's role; the last admin cannot step down."""
+    _check_role(role)
+    with transaction.atomic(durable=True):
+        membership = Membership.objects.select_for_update().get(pk=membership.pk)
+        if role != Role.ADMIN:
+            _keep_an_admin(membership)
+        membership.role = role
+        membership.save(update_fields=["role"])
+    return membership
+
+
+def membership_remove(*, membership: Membership) -> None:
+    """Remove a member from the team; the last admin cannot be removed."""
+    with transaction.atomic(durable=True):
+        membership = Membership.objects.select_for_update().get(pk=membership.pk)
+        _keep_an_admin(membership)
+        membership.delete()

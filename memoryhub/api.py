@@ -1,0 +1,136 @@
+"""The one NinjaAPI: API-key auth, the error envelope, health, and the app routers."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from django.core.exceptions import RequestDataTooBig
+from django.db import DatabaseError, DataError, connection
+from django.http import Http404, HttpRequest, HttpResponse
+from django.utils import timezone
+from ninja import NinjaAPI, Status
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.security import HttpBearer
+
+from capture.api import router as capture_router
+from memories.api import router as memories_router
+from memories.conversations_api import router as conversations_router
+from memories.models import ApiKey
+from memories.scratchpad_api import router as scratchpad_router
+from memories.services import hash_api_key
+from memoryhub import health
+from memoryhub.errors import DomainError
+from retrieval.api import router as retrieval_router
+
+log = logging.getLogger(__name__)
+
+
+class ApiKeyAuth(HttpBearer):
+    """``Authorization: Bearer <key>``; the key picks the project every request acts in."""
+
+    def authenticate(self, request: HttpRequest, token: str) -> ApiKey | None:
+        key = (
+            ApiKey.objects.select_related("project", "project__team")
+            .filter(key_hash=hash_api_key(token), revoked_at__isnull=True)
+            .first()
+        )
+        if key is None:
+            return None
+        # One write a minute per key is plenty for "last used", and keeps reads read-only.
+        now = timezone.now()
+        if key.last_used_at is None or now - key.last_used_at > timedelta(minutes=1):
+            ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+        return key
+
+
+api = NinjaAPI(
+    title="MemoryHub API",
+    version="1",
+    description="Long-term memory for AI agents. See API.md for the contract.",
+    auth=ApiKeyAuth(),
+    urls_namespace="api",
+    docs_url="/docs",
+)
+
+
+def error_response(request: HttpRequest, status: int, code: str, message: str, details: Any = None) -> HttpResponse:
+    body = {"error": {"code": code, "message": message, "details": details}}
+    return api.create_response(request, body, status=status)
+
+
+@api.exception_handler(DomainError)
+def on_domain_error(request: HttpRequest, exc: DomainError) -> HttpResponse:
+    return error_response(request, exc.status, exc.code, exc.message, exc.details)
+
+
+@api.exception_handler(ValidationError)
+def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    details = [
+        {"loc": [str(part) for part in e.get("loc", ())], "msg": e.get("msg", ""), "type": e.get("type", "")}
+        for e in exc.errors
+    ]
+    first = details[0] if details else {"loc": [], "msg": "invalid request"}
+    where = ".".join(p for p in first["loc"] if p not in ("body", "query", "path", "payload"))
+    message = f"{where}: {first['msg']}" if where else str(first["msg"])
+    return error_response(request, 422, "validation_error", message, details)
+
+
+@api.exception_handler(AuthenticationError)
+def on_auth_error(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    return error_response(
+        request, 401, "unauthorized", "missing, unknown or revoked API key (Authorization: Bearer <key>)"
+    )
+
+
+@api.exception_handler(HttpError)
+def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    if exc.status_code == 400:
+        return error_response(request, 400, "malformed_request", "request body is not valid JSON")
+    return error_response(request, exc.status_code, "http_error", str(exc))
+
+
+@api.exception_handler(RequestDataTooBig)
+def on_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+    return error_response(request, 413, "payload_too_large", "request body is larger than the server accepts")
+
+
+@api.exception_handler(Http404)
+def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
+    return error_response(request, 404, "not_found", "not found")
+
+
+@api.exception_handler(DataError)
+def on_data_error(request: HttpRequest, exc: DataError) -> HttpResponse:
+    # Postgres refuses some values outright (a NUL character in text, say): the
+    # client's input, not an outage. The transaction rolled back; nothing was written.
+    return error_response(request, 422, "invalid_value", "a value contains characters that cannot be stored")
+
+
+@api.exception_handler(DatabaseError)
+def on_database_error(request: HttpRequest, exc: DatabaseError) -> HttpResponse:
+    log.exception("database error")
+    # A broken connection must not be reused by the next request in this worker.
+    connection.close_if_unusable_or_obsolete()
+    return error_response(request, 503, "database_unavailable", "the database is unavailable; try again shortly")
+
+
+@api.exception_handler(Exception)
+def on_unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
+    log.exception("unhandled error in %s %s", request.method, request.path)
+    return error_response(request, 500, "internal_error", "an unexpected error occurred; it has been logged")
+
+
+@api.get("/health", auth=None, tags=["health"], response={200: health.HealthOut, 503: health.HealthOut})
+def get_health(request: HttpRequest) -> Status[Any]:
+    """Database, broker and embedder status; 503 when the database or broker is down."""
+    report = health.check()
+    return Status(503 if report["status"] == "unavailable" else 200, report)
+
+
+api.add_router("/", memories_router)
+api.add_router("/", scratchpad_router)
+api.add_router("/", retrieval_router)
+api.add_router("/", capture_router)
+api.add_router("/", conversations_router)

@@ -1,0 +1,10 @@
+"""WSGI entry point for gunicorn."""
+
+from __future__ import annotations
+
+import os
+
+from django.core.wsgi import get_wsgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
+application = get_wsgi_application()

@@ -1,0 +1,108 @@
+"""Shared fixtures: a team, a project with an API key, and two users (one to attack the other).
+
+Tests run against the real embedded Postgres (pgvector) and Redis under
+``$MEMORYHUB_HOME`` (``make test`` points it at ``.memoryhub/test``), or the servers
+named by ``DATABASE_URL`` / ``REDIS_URL``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from memories import services
+from memories.models import Project
+
+pytest_plugins = ["tests.support.openai_fixtures"]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    # `make test` leaves no daemons behind; a plain pytest run keeps them for the next run.
+    if os.environ.get("MEMORYHUB_STOP_SERVERS"):
+        from memoryhub import embedded
+
+        embedded.stop_all()
+
+
+@pytest.fixture(autouse=True)
+def clean_redis() -> None:
+    """Each test starts with an empty Redis (cache, queues, rate limits): the servers are the tests' own."""
+    from retrieval.embedding import redis_client
+
+    redis_client().flushdb()
+
+
+@dataclass
+class ApiClient:
+    """The Django test client with a Bearer key, speaking JSON."""
+
+    client: Client
+    key: str
+    project: Project
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.key}"}
+
+    def get(self, path: str, **params: Any) -> Any:
+        return self.client.get(f"/api/v1{path}", params, headers=self._headers())
+
+    def delete(self, path: str, **params: Any) -> Any:
+        query = "&".join(f"{k}={v}" for k, v in params.items())
+        return self.client.delete(f"/api/v1{path}?{query}", headers=self._headers())
+
+    def post(self, path: str, body: Any) -> Any:
+        return self.client.post(f"/api/v1{path}", body, content_type="application/json", headers=self._headers())
+
+    def patch(self, path: str, body: Any) -> Any:
+        return self.client.patch(f"/api/v1{path}", body, content_type="application/json", headers=self._headers())
+
+    def put(self, path: str, body: Any) -> Any:
+        return self.client.put(f"/api/v1{path}", body, content_type="application/json", headers=self._headers())
+
+
+@pytest.fixture
+def project(db: None) -> Project:
+    return services.project_get_or_create(slug="acme-agent", team_slug="acme")
+
+
+@pytest.fixture
+def other_project(db: None) -> Project:
+    return services.project_get_or_create(slug="rival-agent", team_slug="rival")
+
+
+@pytest.fixture
+def api(project: Project) -> ApiClient:
+    _, plain = services.api_key_create(project=project, name="tests")
+    return ApiClient(client=Client(), key=plain, project=project)
+
+
+@pytest.fixture
+def other_api(other_project: Project) -> ApiClient:
+    _, plain = services.api_key_create(project=other_project, name="tests")
+    return ApiClient(client=Client(), key=plain, project=other_project)
+
+
+@pytest.fixture
+def alice() -> str:
+    return "alice"
+
+
+@pytest.fixture
+def mallory() -> str:
+    """The second user of the same project, who tries to reach alice's memories."""
+    return "mallory"
+
+
+@pytest.fixture
+def make_memory(api: ApiClient) -> Iterator[Any]:
+    def make(user_id: str = "alice", content: str = "Alice prefers tabs over spaces.", **fields: Any) -> dict[str, Any]:
+        response = api.post("/memories", {"user_id": user_id, "content": content, **fields})
+        assert response.status_code == 201, response.content
+        return dict(response.json())
+
+    yield make

@@ -1,0 +1,124 @@
+"""Bad input gets a clear 4xx in the error envelope, and nothing stored is lost."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client, override_settings
+
+from memories.models import Memory, MemoryEdge
+from memories.services import edge_link
+from memoryhub.errors import Invalid
+
+
+def error_code(response):
+    return response.json()["error"]["code"]
+
+
+def test_malformed_json_is_a_400_in_the_envelope(api):
+    response = api.client.post(
+        "/api/v1/memories", "{not json", content_type="application/json", headers={"Authorization": f"Bearer {api.key}"}
+    )
+    assert response.status_code == 400
+    assert error_code(response) == "malformed_request"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"user_id": "alice"},
+        {"user_id": "alice", "content": 42},
+        {"user_id": "alice", "content": "x", "kind": "opinion"},
+        {"user_id": "alice", "content": "x", "scope": "global"},
+        {"user_id": "alice", "content": "x", "importance": 3},
+        {"user_id": "alice", "content": "x", "contnet": "typo"},
+        {"user_id": "", "content": "x"},
+        {"user_id": "a" * 256, "content": "x"},
+        {"user_id": "alice", "content": "x", "expires_at": "2030-01-01T00:00:00"},
+        {"user_id": "alice", "content": "x", "metadata": "not an object"},
+        {"user_id": "alice", "content": "   "},
+        {"user_id": "alice", "content": "x", "category": "made-up"},
+        [1, 2, 3],
+    ],
+)
+def test_invalid_memory_bodies_are_422_and_store_nothing(api, body):
+    response = api.post("/memories", body)
+    assert response.status_code == 422, response.content
+    assert set(response.json()["error"]) == {"code", "message", "details"}
+    assert Memory.objects.count() == 0
+
+
+def test_unknown_category_names_the_allowed_ones(api):
+    response = api.post("/memories", {"user_id": "alice", "content": "x", "category": "made-up"})
+    assert error_code(response) == "unknown_category"
+    assert "coding-preferences" in response.json()["error"]["details"]["allowed"]
+
+
+@override_settings(MEMORYHUB_MAX_CONTENT_CHARS=100)
+def test_oversize_content_is_413(api):
+    response = api.post("/memories", {"user_id": "alice", "content": "x" * 101})
+    assert response.status_code == 413
+    assert error_code(response) == "content_too_large"
+
+
+@override_settings(MEMORYHUB_MAX_BULK=3)
+def test_bulk_over_the_limit_is_413_and_stores_nothing(api):
+    response = api.post("/memories/bulk", {"memories": [{"user_id": "alice", "content": "x"}] * 4})
+    assert (response.status_code, error_code(response)) == (413, "bulk_too_large")
+    assert Memory.objects.count() == 0
+
+
+def test_bulk_with_one_bad_item_stores_none_and_names_it(api):
+    items = [{"user_id": "alice", "content": "fine"}, {"user_id": "alice", "content": "  "}]
+    response = api.post("/memories/bulk", {"memories": items})
+    assert response.status_code == 422
+    assert "memories[1]" in response.json()["error"]["message"]
+    assert Memory.objects.count() == 0
+
+
+@override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=1000)
+def test_request_body_over_the_limit_is_413(api):
+    response = api.post("/memories", {"user_id": "alice", "content": "x" * 2000})
+    assert (response.status_code, error_code(response)) == (413, "payload_too_large")
+
+
+@pytest.mark.parametrize("memory_id", ["not-a-uuid", "00000000-0000-0000-0000-000000000000", "1; DROP TABLE"])
+def test_invalid_or_unknown_ids_are_404(api, memory_id):
+    response = api.get(f"/memories/{memory_id}", user_id="alice")
+    assert (response.status_code, error_code(response)) == (404, "not_found")
+
+
+def test_missing_or_revoked_key_is_401(api, make_memory):
+    assert Client().get("/api/v1/memories", {"user_id": "alice"}).status_code == 401
+    wrong = Client().get("/api/v1/memories", {"user_id": "alice"}, headers={"Authorization": "Bearer mh_nope"})
+    assert (wrong.status_code, error_code(wrong)) == (401, "unauthorized")
+
+
+def test_list_with_a_forged_cursor_is_422(api):
+    response = api.get("/memories", user_id="alice", cursor="!!!garbage")
+    assert (response.status_code, error_code(response)) == (422, "invalid_cursor")
+
+
+def test_patch_with_a_bad_field_changes_nothing(api, make_memory):
+    memory = make_memory()
+    response = api.patch(f"/memories/{memory['id']}", {"user_id": "alice", "content": "", "importance": 0.1})
+    assert response.status_code == 422
+    stored = Memory.objects.get(pk=memory["id"])
+    assert (stored.content, stored.importance) == (memory["content"], 0.5)
+
+
+def test_supersede_with_an_unknown_related_id_writes_nothing(api, make_memory):
+    memory = make_memory()
+    response = api.post(
+        f"/memories/{memory['id']}/supersede",
+        {"user_id": "alice", "content": "new", "related": [{"id": "00000000-0000-0000-0000-000000000000"}]},
+    )
+    assert response.status_code == 404
+    assert Memory.objects.get(pk=memory["id"]).status == "active"
+    assert MemoryEdge.objects.count() == 0
+
+
+def test_linking_a_memory_to_itself_is_refused(make_memory):
+    stored = Memory.objects.get(pk=make_memory()["id"])
+    with pytest.raises(Invalid):
+        edge_link(source=stored, target=stored, relationship="related", actor="system:test")
+    assert MemoryEdge.objects.count() == 0
