@@ -1,0 +1,15 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class RetrievalConfig(AppConfig):
+    name = "retrieval"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from memories import services
+        from retrieval.embedding import embed_now_or_later
+
+        if embed_now_or_later not in services.after_content_change:
+            services.after_content_change.append(embed_now_or_later)

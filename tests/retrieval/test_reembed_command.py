@@ -1,0 +1,26 @@
+"""manage.py reembed switches a project to another model and shows progress."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import call_command
+
+from memories.models import Embedding, Project
+from retrieval import embedders
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_reembed_inline_switches_the_model_and_drops_old_vectors(settings, fake_openai, make_memory, api):
+    for n in range(5):
+        make_memory(content=f"Alice's note number {n}.")
+    settings.MEMORYHUB_LLM_BASE_URL, settings.OPENAI_API_KEY = fake_openai.base_url, "k"
+    embedders.reset_embedder_cache()
+    out = io.StringIO()
+    call_command("reembed", model="fake-embed", project="acme-agent", inline=True, stdout=out)
+    assert Project.objects.get(slug="acme-agent").active_embedding_model == "fake-embed"
+    assert sorted(Embedding.objects.values_list("model", "dimension").distinct()) == [("fake-embed", 64)]
+    assert "5/5" in out.getvalue()
+    embedders.reset_embedder_cache()
