@@ -1,0 +1,439 @@
+"""The retrieval pipeline behind POST /api/v1/retrieve, one small stage per function.
+
+window → HyDE → one batched embedding → hybrid search (one SQL statement) →
+calibrated relevance + min_score cut → graph hops → supersede chains → token-budget
+packing. Every stage that errors or runs out of time is skipped and named in
+``degraded``; the request itself never fails.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.db import DatabaseError, connection, transaction
+
+from capture.window import clean_window, render_window
+from memories.models import Memory, MemoryEdge, Project, Status
+from memories.schemas import memory_out
+from memories.selectors import memories_visible, with_relations
+from retrieval import cache, calibration
+from retrieval.embedders import EmbedderError, embedder_for_model
+from retrieval.embedding import active_model, embed_texts
+from retrieval.hyde import build_hyde_messages, parse_hypotheses
+from retrieval.llm import LLMError, complete, llm_configured
+from retrieval.models import RetrievalLog
+from retrieval.packing import PackItem, pack
+from retrieval.search import Candidate, SearchParams, hybrid_search
+
+log = logging.getLogger(__name__)
+
+GRAPH_DECAY = 0.85  # a neighbour scores below the memory that led to it
+HYDE_COSINE_DISCOUNT = 0.08
+CONTEXT_MESSAGES = 3
+HNSW_EF_SEARCH = 400  # hypotheses read like memories, so their cosines run high
+
+
+@dataclass
+class RetrieveRequest:
+    user_id: str
+    query: str | None = None
+    messages: list[dict[str, Any]] | None = None
+    turn_id: str | None = None
+    limit: int = 10
+    token_budget: int | None = None
+    min_score: float | None = None
+    kinds: Sequence[str] | None = None
+    categories: Sequence[str] | None = None
+    hyde: bool | None = None
+    hop_depth: int = 1
+    include_superseded: bool = False
+
+
+@dataclass
+class Trace:
+    """What happened, stage by stage: the response's diagnostics and the playground's view."""
+
+    correlation_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    degraded: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    hypotheses: list[str] = field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)
+    scores: dict[str, float] = field(default_factory=dict)
+    graph_paths: dict[str, tuple[str, str]] = field(default_factory=dict)
+    excluded_ids: list[str] = field(default_factory=list)
+    query: str = ""
+
+    def timed(self, stage: str, started: float) -> None:
+        self.timings[stage] = round((time.perf_counter() - started) * 1000, 2)
+
+
+def default_min_score() -> float:
+    return float(getattr(settings, "MEMORYHUB_MIN_SCORE", calibration.FITTED_MIN_SCORE))
+
+
+def retrieve(*, project: Project, request: RetrieveRequest, trace: Trace | None = None) -> dict[str, Any]:
+    """Run the pipeline for one turn and return the API's response body."""
+    trace = trace or Trace()
+    started = time.perf_counter()
+    key = cache.turn_key(project.pk, request.user_id, request.turn_id) if request.turn_id else None
+    if key and (hit := cache.get(key)) is not None:
+        return _finish(project, request, trace, {**hit, "cached": True}, started)
+    if not cache.allow(project.pk, request.user_id, limit=project.retrieval_rate_limit):
+        trace.degraded.append("rate_limited")
+        return _finish(project, request, trace, _empty(trace), started)
+    try:
+        body = _run(project, request, trace, started)
+    except DatabaseError:
+        log.exception("retrieval database stage failed")
+        connection.close_if_unusable_or_obsolete()
+        trace.degraded.append("database")
+        body = _empty(trace)
+    if key and "database" not in trace.degraded:
+        cache.put(key, body)
+    return _finish(project, request, trace, body, started)
+
+
+def _run(project: Project, request: RetrieveRequest, trace: Trace, started: float) -> dict[str, Any]:
+    query, context, window = conversation_text(request)
+    trace.query = query
+    if not query.strip():
+        return _empty(trace)
+    budget_s = float(getattr(settings, "MEMORYHUB_RETRIEVE_BUDGET_S", 2.0))
+    if _wants_hyde(project, request):
+        trace.hypotheses = run_hyde(window or query, trace=trace, deadline=started + budget_s)
+    model = active_model(project)
+    queries = [query, context] if context and context != query else [query]
+    vectors = embed_queries([*queries, *trace.hypotheses], model=model, trace=trace)
+    candidates = search(
+        project, request, query=query, model=model, vectors=vectors, query_vectors=len(queries), trace=trace
+    )
+    # Without query vectors the fitted model (which leans on vector evidence) would reject
+    # every full-text hit; the hand-set model is built for a missing cosine.
+    params, threshold = (
+        (calibration.FITTED_PARAMS, default_min_score())
+        if vectors is not None
+        else (calibration.DEFAULT_PARAMS, calibration.DEFAULT_MIN_SCORE)
+    )
+    if request.min_score is not None:
+        threshold = request.min_score
+    scored = score(candidates, params=params, threshold=threshold, trace=trace)
+    memories = load_memories(project, request.user_id, [memory_id for memory_id, _ in scored])
+    ranked = [(memories[mid], s) for mid, s in scored if mid in memories][: request.limit]
+    ranked = expand_graph(project, request, ranked, trace=trace)
+    chains = supersede_chains([m for m, _ in ranked], user_id=request.user_id)
+    return build_body(ranked, chains, request=request, project=project, trace=trace)
+
+
+def conversation_text(request: RetrieveRequest) -> tuple[str, str, str]:
+    """(search query, recent context, HyDE window) from ``query`` or the message window.
+
+    The last user message is the query; the last few messages are a second query vector,
+    because in conversation the need is often in an earlier turn ("wrap it the way I
+    usually do").
+    """
+    if request.messages:
+        window = clean_window(request.messages)
+        users = [m["content"] for m in window if m["role"] == "user"]
+        context = " ".join(m["content"] for m in window[-CONTEXT_MESSAGES:])
+        return (users[-1] if users else ""), context, render_window(window)
+    return (request.query or ""), "", (request.query or "")
+
+
+def _wants_hyde(project: Project, request: RetrieveRequest) -> bool:
+    wanted = project.hyde_enabled if request.hyde is None else request.hyde
+    return bool(wanted) and llm_configured()
+
+
+def run_hyde(window: str, *, trace: Trace, deadline: float) -> list[str]:
+    """Hypothetical memory sentences from the LLM, within the HyDE sub-budget."""
+    started = time.perf_counter()
+    timeout = min(float(getattr(settings, "MEMORYHUB_HYDE_TIMEOUT_S", 1.2)), deadline - started)
+    try:
+        if timeout <= 0.05:
+            raise LLMError("no time left for HyDE")
+        reply = complete(
+            build_hyde_messages(window, n=int(getattr(settings, "MEMORYHUB_HYDE_N", 3))),
+            model=settings.MEMORYHUB_HYDE_MODEL,
+            timeout=timeout,
+            max_tokens=200,
+        )
+        hypotheses = parse_hypotheses(reply, n=int(getattr(settings, "MEMORYHUB_HYDE_N", 3)))
+        if not hypotheses:
+            trace.degraded.append("hyde_empty")
+    except (LLMError, ValueError) as error:
+        log.info("HyDE skipped: %s", error)
+        trace.degraded.append("hyde_unavailable")
+        hypotheses = []
+    trace.timed("hyde", started)
+    return hypotheses
+
+
+def embed_queries(texts: Sequence[str], *, model: str, trace: Trace) -> np.ndarray | None:
+    """Query and hypotheses in one batch; None (full text only) when the embedder fails."""
+    started = time.perf_counter()
+    try:
+        vectors = embed_texts(list(texts), embedder=embedder_for_model(model))
+    except EmbedderError as error:
+        log.warning("query embedding failed: %s", error)
+        trace.degraded.append("embedder_unavailable")
+        vectors = None
+    trace.timed("embed", started)
+    return vectors
+
+
+def search(
+    project: Project,
+    request: RetrieveRequest,
+    *,
+    query: str,
+    model: str,
+    vectors: np.ndarray | None,
+    query_vectors: int,
+    trace: Trace,
+) -> list[Candidate]:
+    started = time.perf_counter()
+    statuses = [Status.ACTIVE, Status.SUPERSEDED] if request.include_superseded else [Status.ACTIVE]
+    params = SearchParams(
+        project_id=project.pk,
+        user_id=request.user_id,
+        query=query,
+        model=model,
+        vectors=vectors,
+        query_vectors=query_vectors,
+        statuses=statuses,
+        kinds=request.kinds,
+        categories=request.categories,
+        depth=max(50, request.limit * 3),
+    )
+    with transaction.atomic():
+        budget_ms = int(float(getattr(settings, "MEMORYHUB_RETRIEVE_BUDGET_S", 2.0)) * 1000)
+        with connection.cursor() as cursor:
+            # One round trip for the transaction's settings. Filtered HNSW: keep walking the
+            # graph until enough of this user's rows are found (pgvector 0.8 iterative scan);
+            # ef_search measured by bench_retrieve's recall check.
+            cursor.execute(
+                "SELECT set_config('statement_timeout', %s, true),"
+                " set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+                " set_config('hnsw.ef_search', %s, true)",
+                [str(budget_ms), str(HNSW_EF_SEARCH)],
+            )
+        trace.candidates = hybrid_search(params)
+    trace.timed("search", started)
+    return trace.candidates
+
+
+def score(
+    candidates: Sequence[Candidate], *, params: calibration.CalibrationParams, threshold: float, trace: Trace
+) -> list[tuple[str, float]]:
+    """Calibrated relevance per candidate, cut at ``threshold``, best first."""
+    scored = []
+    for candidate in candidates:
+        cosine = candidate.cosine
+        if candidate.hyde_cosine is not None:
+            cosine = max(cosine if cosine is not None else -1.0, candidate.hyde_cosine - HYDE_COSINE_DISCOUNT)
+        value = calibration.relevance(
+            cosine=cosine,
+            keyword_rank_score=candidate.keyword_coverage,
+            in_vector=candidate.vector_rank is not None or candidate.hyde_rank is not None,
+            in_keyword=candidate.keyword_rank is not None,
+            fused=candidate.rrf,
+            params=params,
+        )
+        trace.scores[candidate.memory_id] = value
+        if value >= threshold:
+            scored.append((candidate.memory_id, value))
+    scored.sort(key=lambda pair: (-pair[1], pair[0]))
+    return scored
+
+
+def load_memories(project: Project, user_id: str, ids: Sequence[str]) -> dict[str, Memory]:
+    """The visible memories among ``ids``, with what the API shows of them (3 queries)."""
+    if not ids:
+        return {}
+    rows = with_relations(memories_visible(project=project, user_id=user_id), user_id=user_id).filter(pk__in=ids)
+    return {str(m.pk): m for m in rows}
+
+
+def expand_graph(
+    project: Project, request: RetrieveRequest, ranked: list[tuple[Memory, float]], *, trace: Trace
+) -> list[tuple[Memory, float]]:
+    """Add active neighbours along edges, ``hop_depth`` hops, each below its parent."""
+    started = time.perf_counter()
+    seen = {str(m.pk) for m, _ in ranked}
+    frontier = list(ranked)
+    result = list(ranked)
+    for _hop in range(max(0, request.hop_depth)):
+        neighbours = _neighbours(project, request.user_id, frontier, seen)
+        for parent_id, relationship, memory, _value in neighbours:
+            trace.graph_paths[str(memory.pk)] = (parent_id, relationship)
+            seen.add(str(memory.pk))
+        frontier = [(memory, value) for _, _, memory, value in neighbours]
+        result.extend(frontier)
+        if not frontier:
+            break
+    trace.timed("graph", started)
+    return result
+
+
+def _neighbours(
+    project: Project, user_id: str, frontier: list[tuple[Memory, float]], seen: set[str]
+) -> list[tuple[str, str, Memory, float]]:
+    if not frontier:
+        return []
+    parent_score = {str(m.pk): s for m, s in frontier}
+    edges = MemoryEdge.objects.filter(project=project).exclude(relationship="supersedes")
+    pairs = [
+        *[
+            (str(a), str(b), r)
+            for a, b, r in edges.filter(from_memory_id__in=list(parent_score)).values_list(
+                "from_memory_id", "to_memory_id", "relationship"
+            )
+        ],
+        *[
+            (str(b), str(a), r)
+            for a, b, r in edges.filter(to_memory_id__in=list(parent_score)).values_list(
+                "from_memory_id", "to_memory_id", "relationship"
+            )
+        ],
+    ]
+    wanted = {target for _, target, _ in pairs if target not in seen}
+    visible = load_memories(project, user_id, sorted(wanted))
+    found: dict[str, tuple[str, str, Memory, float]] = {}
+    for parent, target, relationship in pairs:
+        memory = visible.get(target)
+        if memory is None or memory.status != Status.ACTIVE:
+            continue
+        value = parent_score[parent] * GRAPH_DECAY
+        if target not in found or found[target][3] < value:
+            found[target] = (parent, relationship, memory, value)
+    return sorted(found.values(), key=lambda item: -item[3])
+
+
+def supersede_chains(memories: Sequence[Memory], *, user_id: str) -> dict[str, list[Memory]]:
+    """Older versions of each memory, newest first (one recursive query for all)."""
+    heads = [m for m in memories if m.supersedes_id]
+    if not heads:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            WITH RECURSIVE chain(head, prev, depth) AS (
+                SELECT id, supersedes_id, 1 FROM memories_memory WHERE id = ANY(%s::uuid[])
+                UNION ALL
+                SELECT c.head, m.supersedes_id, c.depth + 1
+                FROM chain c JOIN memories_memory m ON m.id = c.prev
+                WHERE c.depth < 50
+            )
+            SELECT head::text, prev FROM chain WHERE prev IS NOT NULL ORDER BY head, depth
+            """,
+            [[str(m.pk) for m in heads]],
+        )
+        rows = cursor.fetchall()
+    older = Memory.objects.in_bulk([prev for _, prev in rows])
+    chains: dict[str, list[Memory]] = {}
+    for head, prev in rows:
+        memory = older.get(prev)
+        if memory and memory.status != Status.DELETED and (memory.scope == "project" or memory.user_id == user_id):
+            chains.setdefault(head, []).append(memory)
+    return chains
+
+
+def build_body(
+    ranked: list[tuple[Memory, float]],
+    chains: dict[str, list[Memory]],
+    *,
+    request: RetrieveRequest,
+    project: Project,
+    trace: Trace,
+) -> dict[str, Any]:
+    """Pack into the token budget and shape the response."""
+    started = time.perf_counter()
+    budget = project.token_budget if request.token_budget is None else request.token_budget
+    items = [
+        PackItem(
+            id=str(m.pk),
+            content=m.content,
+            kind=m.kind,
+            category=m.category,
+            scope=m.scope,
+            version=m.version,
+            supersedes_content=chains[str(m.pk)][0].content if chains.get(str(m.pk)) else None,
+            score=s,
+        )
+        for m, s in ranked
+    ]
+    packed = pack(items, token_budget=budget)
+    trace.excluded_ids = packed.excluded_ids
+    included = set(packed.included_ids)
+    by_id = {str(m.pk): (m, s) for m, s in ranked}
+    memories = [_memory_entry(*by_id[i], chains, trace) for i in packed.included_ids if i in included]
+    trace.timed("pack", started)
+    return {
+        "memories": memories,
+        "injection": packed.injection,
+        "token_count": packed.token_count,
+        "truncated": packed.truncated,
+        "cached": False,
+    }
+
+
+def _memory_entry(memory: Memory, value: float, chains: dict[str, list[Memory]], trace: Trace) -> dict[str, Any]:
+    memory_id = str(memory.pk)
+    candidate = next((c for c in trace.candidates if c.memory_id == memory_id), None)
+    matched_by = list(candidate.matched_by) if candidate else []
+    if memory_id in trace.graph_paths:
+        matched_by.append("graph")
+    return {
+        **memory_out(memory),
+        "score": round(value, 4),
+        "matched_by": matched_by,
+        "chain": [memory_out(old) for old in chains.get(memory_id, [])],
+    }
+
+
+def _empty(trace: Trace) -> dict[str, Any]:
+    return {"memories": [], "injection": "", "token_count": 0, "truncated": False, "cached": False}
+
+
+def _finish(
+    project: Project, request: RetrieveRequest, trace: Trace, body: dict[str, Any], started: float
+) -> dict[str, Any]:
+    trace.timed("total", started)
+    body = {
+        **body,
+        "degraded": list(trace.degraded),
+        "hypotheses": list(trace.hypotheses),
+        "timings_ms": dict(trace.timings),
+        "correlation_id": trace.correlation_id,
+    }
+    _log(project, request, trace, body)
+    return body
+
+
+def _log(project: Project, request: RetrieveRequest, trace: Trace, body: dict[str, Any]) -> None:
+    if "database" in trace.degraded:
+        return
+    query_hash = hashlib.sha256((trace.query or request.query or "").encode()).hexdigest()
+    try:
+        RetrievalLog.objects.create(
+            project=project,
+            user_id=request.user_id,
+            correlation_id=trace.correlation_id,
+            query_hash=query_hash,
+            result_count=len(body["memories"]),
+            memory_ids=[m["id"] for m in body["memories"]],
+            latency_ms=trace.timings.get("total", 0.0),
+            degraded=list(trace.degraded),
+            timings=dict(trace.timings),
+            cached=bool(body.get("cached")),
+        )
+    except DatabaseError:
+        log.warning("could not write the retrieval log")

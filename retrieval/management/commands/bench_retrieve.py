@@ -1,0 +1,266 @@
+"""python manage.py bench_retrieve: retrieve latency over HTTP with 100k memories over 10 users.
+
+Seeds (or reuses) a ``bench-retrieve`` project, starts gunicorn on a free loopback
+port, and measures POST /api/v1/retrieve p50/p95/p99 and throughput at 1 and 4
+concurrent clients, with HyDE off and with HyDE against a fast loopback stub.
+
+Seeding shortcut (documented, not hidden): the synthetic corpus has ~8k distinct
+sentences; each is embedded once with the real model and its vector reused for the
+variants that differ only in their "(note N)" suffix.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from typing import Any
+
+import numpy as np
+from django.core.management.base import BaseCommand, CommandParser
+from django.db import connection, transaction
+from pgvector import Vector
+
+from memories import services
+from memories.models import Embedding, EmbeddingStatus, Memory, Project
+from retrieval.embedders import LOCAL_MODEL_NAME, embedder_for_model
+from retrieval.embedding import embed_texts
+from retrieval.synthetic import synthetic_sentences
+
+USERS = 10
+
+
+class Command(BaseCommand):
+    help = "Seed 100k memories over 10 users (or reuse them) and measure retrieve latency over HTTP."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--memories", type=int, default=100_000)
+        parser.add_argument("--requests", type=int, default=400, help="requests per scenario")
+        parser.add_argument("--concurrency", default="1,4")
+        parser.add_argument("--no-hyde-stub", action="store_true")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        project = seed(options["memories"], log=self.stderr.write)
+        _, key = services.api_key_create(project=project, name="bench")
+        report: dict[str, Any] = {"memories": project.memories.count(), "users": USERS, "scenarios": []}
+        report["vector_recall"] = vector_recall(project)
+        self.stderr.write(f"vector stage vs exact search: {report['vector_recall']}")
+        scenarios: list[tuple[str, dict[str, str]]] = [("hyde_off", {})]
+        stub = None
+        if not options["no_hyde_stub"]:
+            from tests.support.openai_server import FakeOpenAI  # the loopback stub the tests use
+
+            stub = FakeOpenAI().start()
+            stub.default_chat = "The user prefers PostgreSQL.\nThe team decided to use Celery."
+            scenarios.append(("hyde_stub", {"MEMORYHUB_LLM_BASE_URL": stub.base_url, "OPENAI_API_KEY": "bench"}))
+        try:
+            for name, env in scenarios:
+                with _server(env) as port:
+                    for clients in (int(c) for c in options["concurrency"].split(",")):
+                        row = measure(port, key, clients=clients, requests=options["requests"], hyde=name != "hyde_off")
+                        report["scenarios"].append({"scenario": name, **row})
+                        self.stderr.write(f"{name} x{clients}: {row}")
+        finally:
+            if stub:
+                stub.stop()
+        self.stdout.write(json.dumps(report, indent=2))
+
+
+HNSW_TOP10 = """
+SELECT memory_id, vector::vector(384) <=> %(q)s::vector(384) FROM memories_embedding
+WHERE model = %(model)s AND project_id = %(project)s AND (user_id = %(user)s OR scope = 'project')
+ORDER BY vector::vector(384) <=> %(q)s::vector(384) LIMIT 10
+"""
+# "+ 0" hides the ORDER BY from the index: the same query as a sequential exact search.
+EXACT_TOP10 = HNSW_TOP10.replace(
+    "ORDER BY vector::vector(384) <=> %(q)s::vector(384)", "ORDER BY (vector::vector(384) <=> %(q)s::vector(384)) + 0"
+)
+
+
+def vector_recall(project: Project, queries: int = 200) -> dict[str, Any]:
+    """How often the filtered HNSW top 10 (engine settings) equals an exact search of the user's rows.
+
+    Tie-aware: a row counts when its distance is within the exact 10th distance (the
+    synthetic corpus repeats sentences, so equal distances are common).
+    """
+    from retrieval.engine import HNSW_EF_SEARCH
+
+    texts = [s.split(" (note")[0] + "?" for s in synthetic_sentences(queries, seed=5, tag="r")]
+    vectors = embed_texts(texts, embedder=embedder_for_model(LOCAL_MODEL_NAME))
+    matches, timings = 0, []
+    for i, vector in enumerate(vectors):
+        params: dict[str, Any] = {
+            "q": Vector(vector).to_text(),
+            "model": LOCAL_MODEL_NAME,
+            "project": project.pk,
+            "user": f"user-{i % USERS}",
+        }
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            cursor.execute("SET LOCAL hnsw.ef_search = %s", [HNSW_EF_SEARCH])
+            started = time.perf_counter()
+            cursor.execute(HNSW_TOP10, params)
+            timings.append((time.perf_counter() - started) * 1000)
+            approx = cursor.fetchall()
+            cursor.execute(EXACT_TOP10, params)
+            exact = cursor.fetchall()
+        cutoff = exact[-1][1] + 1e-6 if exact else 0
+        matches += len(approx) == len(exact) and all(d <= cutoff for _, d in approx)
+    return {
+        "queries": queries,
+        "matching_exact": round(matches / queries, 4),
+        "ef_search": HNSW_EF_SEARCH,
+        "hnsw_p50_ms": round(float(np.percentile(timings, 50)), 2),
+    }
+
+
+def seed(count: int, *, log: Any) -> Project:
+    project = services.project_get_or_create(slug="bench-retrieve")
+    project.retrieval_rate_limit, project.hyde_enabled = 0, True
+    project.save(update_fields=["retrieval_rate_limit", "hyde_enabled"])
+    if project.memories.count() >= count:
+        return project
+    project.memories.all().delete()
+    texts = synthetic_sentences(count, seed=7, tag="")
+    bases = sorted({t.rsplit(" (note", 1)[0] for t in texts})
+    log(f"embedding {len(bases)} distinct sentences")
+    vectors = dict(zip(bases, embed_texts(bases, embedder=embedder_for_model(LOCAL_MODEL_NAME)), strict=True))
+    for start in range(0, count, 5000):
+        chunk = texts[start : start + 5000]
+        memories = Memory.objects.bulk_create(
+            [
+                Memory(
+                    project=project,
+                    user_id=f"user-{(start + i) % USERS}",
+                    content=t,
+                    content_hash=services.content_hash(t),
+                    created_by="system:bench",
+                    embedding_status=EmbeddingStatus.READY,
+                )
+                for i, t in enumerate(chunk)
+            ]
+        )
+        Embedding.objects.bulk_create(
+            [
+                Embedding(
+                    memory=m,
+                    project=project,
+                    user_id=m.user_id,
+                    scope=m.scope,
+                    model=LOCAL_MODEL_NAME,
+                    dimension=384,
+                    vector=vectors[m.content.rsplit(" (note", 1)[0]],
+                    content_hash=m.content_hash,
+                )
+                for m in memories
+            ]
+        )
+        log(f"seeded {start + len(chunk)}/{count}")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memories_memory")
+        cursor.execute("ANALYZE memories_embedding")
+    return project
+
+
+class _server:
+    """gunicorn on a free loopback port for the block (3 workers, like make run)."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+
+    def __enter__(self) -> int:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "memoryhub.wsgi:application",
+                "--config",
+                "python:memoryhub.gunicorn_conf",
+                "--bind",
+                f"127.0.0.1:{self.port}",
+                "--workers",
+                "3",
+                "--threads",
+                "2",
+                "--worker-class",
+                "gthread",
+                "--log-level",
+                "warning",
+            ],
+            env={**os.environ, **self.env},
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+                conn.request("GET", "/api/v1/health")
+                if conn.getresponse().status in (200, 503):
+                    return int(self.port)
+            except OSError:
+                time.sleep(0.3)
+        raise RuntimeError("gunicorn did not come up")
+
+    def __exit__(self, *exc: object) -> None:
+        self.process.terminate()
+        self.process.wait(30)
+
+
+def measure(port: int, key: str, *, clients: int, requests: int, hyde: bool) -> dict[str, Any]:
+    queries = synthetic_sentences(requests + 50, seed=99, tag="q")
+    latencies: list[float] = []
+    lock = threading.Lock()
+    warm = _client(port)
+    for q in queries[:20]:  # warm every worker's model and connection
+        _post(warm, key, q, hyde=hyde, user=0)
+
+    def worker(offset: int) -> None:
+        conn = _client(port)
+        for n in range(offset, requests, clients):
+            started = time.perf_counter()
+            _post(conn, key, queries[50 + n].split(" (note")[0] + "?", hyde=hyde, user=n % USERS)
+            with lock:
+                latencies.append((time.perf_counter() - started) * 1000)
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    seconds = time.perf_counter() - started
+    quantiles = [float(v) for v in np.percentile(latencies, [50, 95, 99])]
+    return {
+        "clients": clients,
+        "requests": len(latencies),
+        "p50_ms": round(quantiles[0], 1),
+        "p95_ms": round(quantiles[1], 1),
+        "p99_ms": round(quantiles[2], 1),
+        "mean_ms": round(statistics.mean(latencies), 1),
+        "throughput_rps": round(len(latencies) / seconds, 1),
+    }
+
+
+def _client(port: int) -> http.client.HTTPConnection:
+    return http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+
+
+def _post(conn: http.client.HTTPConnection, key: str, query: str, *, hyde: bool, user: int) -> None:
+    body = json.dumps({"user_id": f"user-{user}", "query": query, "hyde": hyde, "turn_id": uuid.uuid4().hex})
+    conn.request(
+        "POST", "/api/v1/retrieve", body, {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    )
+    response = conn.getresponse()
+    response.read()
+    if response.status != 200:
+        raise RuntimeError(f"retrieve answered {response.status}")

@@ -1,0 +1,91 @@
+"""Schemas of the retrieval and tool endpoints (API.md: POST /retrieve, /tools)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from ninja import Schema
+from pydantic import Field, StringConstraints, model_validator
+
+from memories.schemas import Category, KindName, MemoryOut, StrictSchema, UserId
+
+Text = Annotated[str, StringConstraints(max_length=32_000)]
+
+
+class ChatMessage(Schema):
+    # Agents send whatever their framework produces (tool calls, names, parts): keep
+    # extra keys; the window cleaner strips what retrieval must not see.
+    role: Annotated[str, StringConstraints(min_length=1, max_length=32)]
+    content: Any = None
+
+
+class RetrieveIn(StrictSchema):
+    user_id: UserId
+    query: Text | None = None
+    messages: list[ChatMessage] | None = Field(None, max_length=500)
+    turn_id: Annotated[str, StringConstraints(min_length=1, max_length=255)] | None = None
+    limit: int = Field(10, ge=1, le=100)
+    token_budget: int | None = Field(None, ge=0, le=100_000)
+    min_score: float | None = Field(None, ge=0, le=1)
+    kinds: list[KindName] | None = None
+    categories: list[Category] | None = None
+    hyde: bool | None = None
+    hop_depth: int = Field(1, ge=0, le=3)
+    include_superseded: bool = False
+
+    @model_validator(mode="after")
+    def query_or_messages(self) -> RetrieveIn:
+        if not self.query and not self.messages:
+            raise ValueError("give either query or messages")
+        return self
+
+
+class RetrievedMemoryOut(MemoryOut):
+    score: float
+    matched_by: list[str]
+    chain: list[MemoryOut]
+
+
+class RetrieveOut(Schema):
+    memories: list[RetrievedMemoryOut]
+    injection: str
+    token_count: int
+    truncated: bool
+    cached: bool
+    degraded: list[str]
+    hypotheses: list[str]
+    timings_ms: dict[str, float]
+    correlation_id: str
+
+
+class QueryMemoryIn(StrictSchema):
+    user_id: UserId
+    query: Annotated[str, StringConstraints(min_length=1, max_length=8192)]
+    types: list[KindName] | None = None
+    categories: list[Category] | None = None
+    limit: int = Field(10, ge=1, le=50)
+
+
+class ToolMemoryOut(Schema):
+    content: str
+    type: str
+    relevance: float
+    context: str
+
+
+class QueryMemoryMeta(Schema):
+    count: int
+    truncated: bool
+    by_category: dict[str, list[int]]
+
+
+class QueryMemoryOut(Schema):
+    memories: list[ToolMemoryOut]
+    metadata: QueryMemoryMeta
+
+
+class AddMemoryIn(StrictSchema):
+    user_id: UserId
+    content: str
+    type: KindName = "fact"
+    category: Category = ""

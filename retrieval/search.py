@@ -1,0 +1,212 @@
+"""The hybrid search: full text + pgvector, fused by reciprocal rank fusion, in ONE
+SQL statement kept here (STYLE.md: "search is one reviewable query").
+
+Visibility is part of the statement: the user's ``user``-scope memories and the
+project's ``project``-scope ones, with the wanted statuses, not expired. Vector search
+is an exact scan over those rows (every query vector scored in the same pass), not an
+HNSW walk: with a per-user filter HNSW silently returns too few rows, and an exact
+scan of one user's ~10k rows is both complete and fast (see DECISIONS.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from django.db import connection
+from pgvector import Vector
+
+from memories.models import Project
+from retrieval.embedders import embedder_for_model
+from retrieval.embedding import active_model, embed_texts
+
+RRF_K = 60
+
+# The memories a caller may see; "m" is memories_memory.
+_VISIBLE = """
+    m.project_id = %(project)s
+    AND (m.user_id = %(user)s OR m.scope = 'project')
+    AND m.status = ANY(%(statuses)s)
+    AND (m.expires_at IS NULL OR m.expires_at > now())
+    AND (%(kinds)s::text[] IS NULL OR m.kind = ANY(%(kinds)s::text[]))
+    AND (%(categories)s::text[] IS NULL OR m.category = ANY(%(categories)s::text[]))
+"""
+
+HYBRID_SQL = f"""
+WITH query_lexemes AS (
+    SELECT tsvector_to_array(to_tsvector('english', %(query)s)) AS lexemes
+),
+keyword_query AS (
+    -- OR of the query's lexemes: websearch/plainto would AND them, and a question
+    -- rarely shares every word with the memory that answers it.
+    SELECT NULLIF(array_to_string(ARRAY(
+        SELECT quote_literal(lexeme) FROM query_lexemes, unnest(lexemes) AS lexeme
+    ), ' | '), '')::tsquery AS q
+),
+keyword AS (
+    SELECT m.id, ts_rank_cd(m.search, kq.q) AS kw_score,
+           row_number() OVER (ORDER BY ts_rank_cd(m.search, kq.q) DESC, m.id) AS kw_rank
+    FROM memories_memory m, keyword_query kq
+    WHERE kq.q IS NOT NULL AND m.search @@ kq.q AND {_VISIBLE}
+    ORDER BY kw_score DESC, m.id
+    LIMIT %(depth)s
+),
+-- Materialized so each vector is parsed once, not once per row it is compared with.
+query_vectors AS MATERIALIZED (
+    SELECT ord, v::vector({{dim}}) AS v
+    FROM unnest(%(vectors)s::text[]) WITH ORDINALITY AS t(v, ord)
+),
+-- Nearest neighbours per query vector through the model's HNSW index with pgvector's
+-- iterative scan (the engine sets hnsw.iterative_scan and ef_search): a filtered HNSW
+-- walk that keeps going until it has enough of this user's rows. Over-fetched, then
+-- the memory-level filters (status, expiry, kind, category) apply.
+nearest AS (
+    SELECT qv.ord, c.id, c.d
+    FROM query_vectors qv
+    CROSS JOIN LATERAL (
+        SELECT e.memory_id AS id, e.vector::vector({{dim}}) <=> qv.v AS d
+        FROM memories_embedding e
+        WHERE e.model = %(model)s AND e.project_id = %(project)s
+          AND (e.user_id = %(user)s OR e.scope = 'project')
+        ORDER BY e.vector::vector({{dim}}) <=> qv.v
+        LIMIT %(depth)s * 2
+    ) c
+    JOIN memories_memory m ON m.id = c.id
+    WHERE {_VISIBLE}
+),
+ranked AS (
+    SELECT id, ord, d, row_number() OVER (PARTITION BY ord ORDER BY d, id) AS rank FROM nearest
+),
+-- One row per memory with its best rank among the query vectors and among the
+-- hypotheses, and its vector RRF contribution (ranks beyond depth contribute nothing).
+per_memory AS (
+    SELECT id,
+           min(rank) FILTER (WHERE ord <= %(query_vectors)s) AS vector_rank,
+           min(rank) FILTER (WHERE ord > %(query_vectors)s) AS hyde_rank,
+           sum(CASE WHEN rank > %(depth)s THEN 0
+                    WHEN ord <= %(query_vectors)s THEN %(vector_weight)s / ({RRF_K} + rank)
+                    ELSE %(hyde_weight)s / ({RRF_K} + rank) END) AS vector_rrf
+    FROM ranked
+    GROUP BY id
+),
+fused AS (
+    SELECT coalesce(p.id, k.id) AS id,
+           coalesce(p.vector_rrf, 0) + coalesce(%(keyword_weight)s / ({RRF_K} + k.kw_rank), 0) AS rrf,
+           k.kw_rank, k.kw_score,
+           CASE WHEN p.vector_rank <= %(depth)s THEN p.vector_rank END AS vector_rank,
+           CASE WHEN p.hyde_rank <= %(depth)s THEN p.hyde_rank END AS hyde_rank,
+           k.id IS NOT NULL AS in_keyword
+    FROM per_memory p
+    FULL JOIN keyword k ON k.id = p.id
+    WHERE k.id IS NOT NULL OR p.vector_rank <= %(depth)s OR p.hyde_rank <= %(depth)s
+)
+SELECT f.id::text, f.rrf, f.kw_rank, f.kw_score, f.vector_rank, f.hyde_rank,
+       -- Exact cosines for every candidate, keyword-only hits too (calibration needs them).
+       (SELECT 1 - min(e.vector::vector({{dim}}) <=> qv.v) FROM memories_embedding e, query_vectors qv
+        WHERE e.memory_id = f.id AND e.model = %(model)s AND qv.ord <= %(query_vectors)s) AS cosine,
+       (SELECT 1 - min(e.vector::vector({{dim}}) <=> qv.v) FROM memories_embedding e, query_vectors qv
+        WHERE e.memory_id = f.id AND e.model = %(model)s AND qv.ord > %(query_vectors)s) AS hyde_cosine,
+       -- Share of the query's words the memory contains: unlike ts_rank it means the
+       -- same for a two-word and a twenty-word query, so calibration can use it.
+       CASE WHEN NOT f.in_keyword THEN NULL ELSE (
+           SELECT count(*) FILTER (WHERE mm.search @@ quote_literal(lexeme)::tsquery)::float
+                  / greatest(cardinality(ql.lexemes), 1)
+           FROM unnest(ql.lexemes) AS lexeme
+       ) END AS coverage
+FROM fused f
+CROSS JOIN query_lexemes ql
+JOIN memories_memory mm ON mm.id = f.id
+ORDER BY f.rrf DESC, f.id
+"""
+
+
+@dataclass(frozen=True)
+class SearchParams:
+    project_id: int
+    user_id: str
+    query: str
+    model: str
+    # Rows 0..query_vectors-1 embed the query (and its conversation context); the rest
+    # are HyDE hypotheses, ranked and fused the same way but reported as "hyde".
+    vectors: np.ndarray | None
+    query_vectors: int = 1
+    statuses: Sequence[str] = ("active",)
+    kinds: Sequence[str] | None = None
+    categories: Sequence[str] | None = None
+    depth: int = 50
+    keyword_weight: float = 1.0
+    vector_weight: float = 1.0
+    hyde_weight: float = 1.0
+
+
+@dataclass
+class Candidate:
+    """One memory the search found, with every signal that explains why."""
+
+    memory_id: str
+    rrf: float
+    keyword_rank: int | None = None
+    keyword_score: float | None = None
+    vector_rank: int | None = None
+    hyde_rank: int | None = None
+    cosine: float | None = None
+    hyde_cosine: float | None = None
+    keyword_coverage: float | None = None
+    matched_by: list[str] = field(default_factory=list)
+
+
+def hybrid_search(params: SearchParams) -> list[Candidate]:
+    """Run the hybrid statement; candidates ordered by fused RRF score."""
+    vectors = params.vectors if params.vectors is not None else np.zeros((0, 1), dtype=np.float32)
+    dim = int(vectors.shape[1])
+    sql_params: dict[str, Any] = {
+        "project": params.project_id,
+        "user": params.user_id,
+        "query": params.query[:8192],
+        "model": params.model,
+        "vectors": [Vector(row).to_text() for row in vectors],
+        "statuses": list(params.statuses),
+        "kinds": list(params.kinds) if params.kinds else None,
+        "categories": list(params.categories) if params.categories else None,
+        "depth": params.depth,
+        "keyword_weight": params.keyword_weight,
+        "vector_weight": params.vector_weight,
+        "hyde_weight": params.hyde_weight,
+        "query_vectors": params.query_vectors,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(HYBRID_SQL.format(dim=dim), sql_params)
+        return [_candidate(row) for row in cursor.fetchall()]
+
+
+def _candidate(row: tuple[Any, ...]) -> Candidate:
+    memory_id, rrf, kw_rank, kw_score, vector_rank, hyde_rank, cosine, hyde_cosine, coverage = row
+    matched_by = [
+        name for name, rank in (("keyword", kw_rank), ("vector", vector_rank), ("hyde", hyde_rank)) if rank is not None
+    ]
+    return Candidate(
+        memory_id=memory_id,
+        rrf=float(rrf),
+        keyword_rank=kw_rank,
+        keyword_score=None if kw_score is None else float(kw_score),
+        vector_rank=vector_rank,
+        hyde_rank=hyde_rank,
+        cosine=None if cosine is None else float(cosine),
+        hyde_cosine=None if hyde_cosine is None else float(hyde_cosine),
+        keyword_coverage=None if coverage is None else float(coverage),
+        matched_by=matched_by,
+    )
+
+
+def vector_search(*, project: Project, user_id: str, query: str, limit: int = 10) -> tuple[str, list[Candidate]]:
+    """Vector-only search (used to check model switches): the model used and its hits.
+
+    The model is read once; the query is embedded with it and searched against its
+    vectors only, so a model switch mid-search cannot mix two models' vectors.
+    """
+    model = active_model(project)
+    vectors = embed_texts([query], embedder=embedder_for_model(model))
+    params = SearchParams(project_id=project.pk, user_id=user_id, query="", model=model, vectors=vectors, depth=limit)
+    return model, hybrid_search(params)

@@ -1,0 +1,80 @@
+"""OpenAI function-tool schemas and the query_memory tool's answer shape."""
+
+from __future__ import annotations
+
+from typing import Any
+
+KINDS = ["fact", "preference", "decision", "note"]
+
+TOOL_SCHEMAS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "query_memory",
+            "description": (
+                "Retrieve relevant memories from the user's past conversations and stored context. Use this when "
+                "the user's question may relate to something discussed previously or when personalization would "
+                "improve the response."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "query": {
+                        "type": "string",
+                        "description": "Search query to find relevant memories. Should capture the semantic intent "
+                        "of what context would be helpful.",
+                    },
+                    "types": {
+                        "type": "array",
+                        "items": {"type": "string", "enum": KINDS},
+                        "description": "Filter to specific memory types",
+                    },
+                    "categories": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": "Filter to categories, e.g. finding, insight, lesson for agent observations",
+                    },
+                },
+                "required": ["query"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "add_memory",
+            "description": (
+                "Store a durable fact, preference or decision about the user or project that will matter in future "
+                "conversations. Never store secrets or transient details."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "content": {"type": "string", "description": "One self-contained sentence, third person."},
+                    "type": {"type": "string", "enum": KINDS},
+                    "category": {"type": "string", "description": "A category of the project's taxonomy"},
+                },
+                "required": ["content"],
+                "additionalProperties": False,
+            },
+        },
+    },
+]
+
+
+def tool_memories(result: dict[str, Any]) -> dict[str, Any]:
+    """A retrieve answer in the reference's tool shape, grouped by category too."""
+    memories = []
+    by_category: dict[str, list[int]] = {}
+    for index, memory in enumerate(result["memories"]):
+        context = f"{memory['category'] or 'uncategorised'} · {memory['scope']} · v{memory['version']}"
+        context += f" · saved {memory['created_at']:%Y-%m-%d}" if hasattr(memory["created_at"], "strftime") else ""
+        memories.append(
+            {"content": memory["content"], "type": memory["kind"], "relevance": memory["score"], "context": context}
+        )
+        by_category.setdefault(memory["category"] or "uncategorised", []).append(index)
+    return {
+        "memories": memories,
+        "metadata": {"count": len(memories), "truncated": result["truncated"], "by_category": by_category},
+    }

@@ -1,0 +1,183 @@
+"""POST /api/v1/retrieve through the real API path: ranking, isolation, budget, cache, degradation."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
+
+from memories.models import Memory, Project
+from retrieval import embedders
+from retrieval.models import RetrievalLog
+from retrieval.tokens import count_tokens
+from tests.support.openai_server import Fault
+
+FACTS = [
+    "Alice prefers tabs over spaces in Go code.",
+    "Alice deploys the billing service with Kubernetes.",
+    "Alice's favourite drink is green tea.",
+    "Alice is allergic to peanuts.",
+]
+
+
+@pytest.fixture
+def alice_memories(api, make_memory):
+    Project.objects.filter(pk=api.project.pk).update(retrieval_rate_limit=0)
+    return {content: make_memory(content=content)["id"] for content in FACTS}
+
+
+@pytest.fixture
+def llm(settings, fake_openai):
+    """HyDE through the loopback OpenAI-compatible chat server (embeddings stay local)."""
+    settings.MEMORYHUB_LLM_BASE_URL, settings.OPENAI_API_KEY = fake_openai.base_url, "test-key"
+    settings.MEMORYHUB_HYDE_TIMEOUT_S = 0.5
+    return fake_openai
+
+
+def retrieve(api, **body):
+    response = api.post("/retrieve", {"user_id": "alice", **body})
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def contents(result):
+    return [m["content"] for m in result["memories"]]
+
+
+def test_the_matching_memory_comes_first(api, alice_memories):
+    result = retrieve(api, query="How does Alice deploy the billing service?")
+    assert contents(result)[0] == "Alice deploys the billing service with Kubernetes."
+    assert result["memories"][0]["matched_by"][:2] == ["keyword", "vector"]
+
+
+def test_a_question_about_nothing_stored_returns_nothing(api, alice_memories):
+    result = retrieve(api, query="What is the boiling point of mercury?")
+    assert (result["memories"], result["injection"], result["token_count"]) == ([], "", 0)
+
+
+def test_retrieve_never_returns_another_users_memory(api, alice_memories, make_memory):
+    make_memory(user_id="mallory", content="Mallory deploys the billing service by hand.")
+    result = api.post("/retrieve", {"user_id": "mallory", "query": "How does Alice deploy the billing service?"}).json()
+    assert contents(result) == ["Mallory deploys the billing service by hand."]
+
+
+def test_messages_window_uses_the_last_user_message_and_strips_tools(api, alice_memories):
+    messages = [
+        {"role": "user", "content": "What is the weather?"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "1", "function": {"name": "weather"}}]},
+        {"role": "tool", "content": "Alice deploys the billing service with Kubernetes."},
+        {"role": "user", "content": "Should I bring Alice a drink? What does she like?"},
+    ]
+    assert contents(retrieve(api, messages=messages))[0] == "Alice's favourite drink is green tea."
+
+
+def test_superseded_memories_come_back_only_as_the_newest_versions_chain(api, alice_memories):
+    old_id = alice_memories["Alice's favourite drink is green tea."]
+    api.post(
+        f"/memories/{old_id}/supersede", {"user_id": "alice", "content": "Alice's favourite drink is now oolong tea."}
+    )
+    result = retrieve(api, query="What is Alice's favourite drink?")
+    top = result["memories"][0]
+    assert (top["content"], [c["id"] for c in top["chain"]]) == ("Alice's favourite drink is now oolong tea.", [old_id])
+    assert old_id not in [m["id"] for m in result["memories"]]
+
+
+def test_graph_hop_brings_a_linked_memory_below_its_parent(api, alice_memories, make_memory):
+    target = alice_memories["Alice is allergic to peanuts."]
+    make_memory(content="Alice orders lunch for the team on Fridays.", related=[{"id": target}])
+    result = retrieve(api, query="Who orders lunch for the team on Fridays?", hop_depth=1)
+    by_id = {m["id"]: m for m in result["memories"]}
+    assert "graph" in by_id[target]["matched_by"]
+    assert by_id[target]["score"] < result["memories"][0]["score"]
+
+
+@hsettings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(budget=st.integers(min_value=0, max_value=400))
+def test_token_count_never_exceeds_the_budget(api, alice_memories, budget):
+    result = retrieve(api, query="Alice tea Kubernetes tabs peanuts", token_budget=budget, min_score=0)
+    assert result["token_count"] == count_tokens(result["injection"]) <= budget
+
+
+def test_same_turn_id_is_answered_from_cache_without_llm_or_embedding_calls(api, alice_memories, llm):
+    llm.script_chat("Alice likes tea.\nAlice drinks green tea daily.")
+    first = retrieve(api, query="What does Alice drink?", turn_id="turn-1", hyde=True)
+    calls = len(llm.calls)
+    second = retrieve(api, query="What does Alice drink?", turn_id="turn-1", hyde=True)
+    assert (first["cached"], second["cached"], len(llm.calls)) == (False, True, calls)
+    assert contents(second) == contents(first)
+
+
+def test_hyde_hypotheses_are_returned_and_used(api, alice_memories, llm):
+    llm.script_chat("1. Alice drinks green tea.\n2. Alice's favourite beverage is tea.")
+    result = retrieve(api, query="What should I bring her?", hyde=True)
+    assert result["hypotheses"] == ["Alice drinks green tea.", "Alice's favourite beverage is tea."]
+    assert "hyde" in result["memories"][0]["matched_by"]
+
+
+@pytest.mark.parametrize("fault", [Fault(status=500), Fault(delay=2.0), Fault(body="<html>garbage")])
+def test_hyde_failure_degrades_to_plain_hybrid(api, alice_memories, llm, fault):
+    llm.script_chat(fault)
+    result = retrieve(api, query="What is Alice's favourite drink?", hyde=True)
+    assert result["degraded"] == ["hyde_unavailable"]
+    assert contents(result)[0] == "Alice's favourite drink is green tea."
+
+
+def test_empty_hyde_output_is_named_and_search_still_runs(api, alice_memories, llm):
+    llm.script_chat("   ")
+    result = retrieve(api, query="What is Alice's favourite drink?", hyde=True)
+    assert result["degraded"] in (["hyde_empty"], ["hyde_unavailable"])
+    assert contents(result)[0] == "Alice's favourite drink is green tea."
+
+
+def test_embedder_down_falls_back_to_full_text(api, alice_memories, settings, fake_openai):
+    settings.MEMORYHUB_LLM_BASE_URL, settings.OPENAI_API_KEY = fake_openai.base_url, "k"
+    Project.objects.filter(pk=api.project.pk).update(active_embedding_model="fake-embed")
+    embedders.reset_embedder_cache()
+    fake_openai.script_embeddings(Fault(status=503))
+    result = retrieve(api, query="Kubernetes billing deploy")
+    assert result["degraded"] == ["embedder_unavailable"]
+    assert contents(result) == ["Alice deploys the billing service with Kubernetes."]
+    embedders.reset_embedder_cache()
+
+
+def test_rate_limit_answers_empty_and_says_so(api, alice_memories):
+    Project.objects.filter(pk=api.project.pk).update(retrieval_rate_limit=2)
+    for _ in range(2):
+        assert retrieve(api, query="green tea")["degraded"] == []
+    over = retrieve(api, query="green tea")
+    assert (over["memories"], over["degraded"]) == ([], ["rate_limited"])
+
+
+def test_every_call_is_logged_with_a_hash_not_the_query(api, alice_memories):
+    result = retrieve(api, query="green tea")
+    entry = RetrievalLog.objects.get(correlation_id=result["correlation_id"])
+    assert (entry.user_id, entry.result_count, len(entry.query_hash)) == ("alice", len(result["memories"]), 64)
+    assert "green" not in entry.query_hash
+
+
+def test_pending_review_memories_are_not_retrievable(api, alice_memories):
+    Memory.objects.filter(content__contains="peanuts").update(status="pending_review")
+    assert "Alice is allergic to peanuts." not in contents(retrieve(api, query="peanut allergy", min_score=0))
+
+
+def test_bad_retrieve_bodies_are_422(api):
+    for body in (
+        {"user_id": "alice"},
+        {"user_id": "alice", "query": "x", "limit": 0},
+        {"user_id": "alice", "query": "x", "kinds": ["opinion"]},
+        {"query": "x"},
+    ):
+        assert api.post("/retrieve", body).status_code == 422
+
+
+def test_tools_list_openai_function_schemas(api):
+    names = [tool["function"]["name"] for tool in api.get("/tools").json()]
+    assert names == ["query_memory", "add_memory"]
+
+
+def test_query_memory_tool_answers_in_the_reference_shape(api, alice_memories):
+    body = api.post("/tools/query_memory", {"user_id": "alice", "query": "Alice's favourite drink"}).json()
+    first = body["memories"][0]
+    assert (first["content"], first["type"]) == ("Alice's favourite drink is green tea.", "fact")
+    assert body["metadata"]["count"] == len(body["memories"])
