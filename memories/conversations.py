@@ -1,0 +1,200 @@
+"""Durable conversations and messages: services (writes) and selectors (reads).
+
+Postgres is the record: a message is stored there first, in one transaction, or the
+request fails (503 when the database is down) with nothing half-stored. After commit each
+new message is appended to the conversation's Redis tail (``capture.session``) and queued
+for embedding; both are best-effort and repaired later (readers rebuild the tail, the
+sweeper embeds what was missed).
+
+``capture`` is imported lazily, like in ``memories.services``: the memory domain does not
+depend on the capture app at import time.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from memories.models import Conversation, Message, Project
+from memoryhub.errors import Invalid, NotFound, PayloadTooLarge
+
+EMBEDDED_ROLES = ("user", "assistant")
+
+
+@dataclass
+class MessageDraft:
+    role: str
+    content: str
+    extra: dict[str, Any] = field(default_factory=dict)
+    correlation_id: str = ""
+
+
+def message_draft(raw: Mapping[str, Any]) -> MessageDraft:
+    """A chat message as sent by an agent -> a draft: text content, everything else in ``extra``."""
+    content = raw.get("content")
+    extra = {k: v for k, v in raw.items() if k not in ("role", "content", "correlation_id")}
+    if not isinstance(content, str):
+        if content is not None:
+            extra["content"] = content
+        from capture.window import clean_window
+
+        flat = clean_window([{"role": "user", "content": content}])
+        content = flat[0]["content"] if flat else ""
+    return MessageDraft(
+        role=str(raw.get("role", "")), content=content, extra=extra, correlation_id=str(raw.get("correlation_id") or "")
+    )
+
+
+def validate_messages(drafts: Sequence[MessageDraft]) -> None:
+    """Raise PayloadTooLarge when there are too many messages or one is too long."""
+    most = settings.MEMORYHUB_MAX_CAPTURE_MESSAGES
+    if len(drafts) > most:
+        raise PayloadTooLarge(f"{len(drafts)} messages in one request; the limit is {most}", code="too_many_messages")
+    longest = settings.MEMORYHUB_MAX_MESSAGE_CHARS
+    for index, draft in enumerate(drafts):
+        if len(draft.content) > longest:
+            raise PayloadTooLarge(
+                f"messages[{index}] has {len(draft.content)} characters; the limit is {longest}",
+                code="message_too_large",
+            )
+
+
+def conversation_create(
+    *, project: Project, user_id: str, session_id: str = "", title: str = "", metadata: dict[str, Any] | None = None
+) -> Conversation:
+    """Start a durable conversation for ``user_id``."""
+    with transaction.atomic(durable=True):
+        return Conversation.objects.create(
+            project=project, user_id=user_id, session_id=session_id, title=title, metadata=metadata or {}
+        )
+
+
+def messages_add(*, conversation: Conversation, drafts: Sequence[MessageDraft]) -> list[Message]:
+    """Append messages (seq continues the conversation's); all or nothing."""
+    validate_messages(drafts)
+    with transaction.atomic(durable=True):
+        return messages_append(conversation=conversation, drafts=drafts)
+
+
+def messages_append(*, conversation: Conversation, drafts: Sequence[MessageDraft]) -> list[Message]:
+    """The body of :func:`messages_add` for callers that own the transaction (capture).
+
+    Locks the conversation row so concurrent appends get consecutive, unique seqs.
+    """
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("messages_append must run inside a transaction")
+    Conversation.objects.select_for_update().filter(pk=conversation.pk).values_list("pk").first()
+    last = Message.objects.filter(conversation=conversation).aggregate(last=Max("seq"))["last"] or 0
+    messages = Message.objects.bulk_create(
+        Message(
+            conversation=conversation,
+            seq=last + offset,
+            role=draft.role,
+            content=draft.content,
+            extra=draft.extra,
+            correlation_id=draft.correlation_id,
+        )
+        for offset, draft in enumerate(drafts, start=1)
+    )
+    Conversation.objects.filter(pk=conversation.pk).update(updated_at=timezone.now())
+    transaction.on_commit(lambda: _after_commit(conversation, messages))
+    return messages
+
+
+def _after_commit(conversation: Conversation, messages: list[Message]) -> None:
+    from capture.session import session_append
+    from capture.tasks import queue_message_embedding
+
+    session_append(conversation_id=conversation.pk, messages=[message_state(m) for m in messages])
+    queue_message_embedding([str(m.pk) for m in messages if m.role in EMBEDDED_ROLES and m.content.strip()])
+
+
+def message_state(message: Message) -> dict[str, Any]:
+    """The JSON a message is cached and windowed as: role and content plus its extra parts."""
+    return {**message.extra, "seq": message.seq, "role": message.role, "content": message.content}
+
+
+# --- selectors ---------------------------------------------------------------------
+
+
+def conversation_get(*, project: Project, user_id: str, conversation_id: Any) -> Conversation:
+    """A conversation of ``user_id`` in ``project``, or NotFound (also for malformed ids)."""
+    try:
+        pk = uuid.UUID(str(conversation_id))
+    except ValueError as error:
+        raise NotFound("conversation not found") from error
+    conversation = Conversation.objects.filter(project=project, user_id=user_id, pk=pk).first()
+    if conversation is None:
+        raise NotFound("conversation not found")
+    return conversation
+
+
+def conversation_messages(*, conversation: Conversation, after_seq: int = 0, limit: int = 200) -> list[Message]:
+    """Messages after ``after_seq``, oldest first."""
+    if after_seq < 0:
+        raise Invalid("after must not be negative", code="invalid_cursor")
+    return list(conversation.messages.filter(seq__gt=after_seq).order_by("seq")[:limit])
+
+
+def conversation_tail(*, conversation: Conversation, limit: int) -> list[dict[str, Any]]:
+    """The newest ``limit`` messages from Postgres as message states, oldest first."""
+    newest = conversation.messages.order_by("-seq")[:limit]
+    return [message_state(m) for m in reversed(list(newest))]
+
+
+def conversation_recent(*, conversation: Conversation, limit: int) -> tuple[list[dict[str, Any]], str]:
+    """The newest ``limit`` messages and where they came from (``"redis"`` or ``"database"``).
+
+    Reads the Redis tail; when Redis has lost it, rebuilds it from Postgres. A message
+    committed while rebuilding could be missing from the rebuilt tail, so the tail is
+    dropped again if the conversation grew meanwhile: the next reader rebuilds it.
+    """
+    from capture.session import session_recent, session_store
+
+    size = int(settings.MEMORYHUB_SESSION_MESSAGES)
+    cached = session_recent(conversation_id=conversation.pk, limit=min(limit, size))
+    if cached is not None:
+        return cached, "redis"
+    tail = conversation_tail(conversation=conversation, limit=size)
+    session_store(conversation_id=conversation.pk, messages=tail)
+    grown = conversation.messages.filter(seq__gt=tail[-1]["seq"] if tail else 0).exists()
+    if grown:
+        session_store(conversation_id=conversation.pk, messages=[])
+    return tail[-limit:], "database"
+
+
+# --- message embeddings (run by Celery) -----------------------------------------------
+
+
+def messages_awaiting_embedding(*, older_than: datetime, limit: int) -> list[str]:
+    """Ids of user/assistant messages with text and no vector, created before ``older_than``."""
+    queryset = Message.objects.filter(embedding_model="", role__in=EMBEDDED_ROLES, created_at__lt=older_than)
+    return [str(pk) for pk in queryset.exclude(content="").order_by("created_at").values_list("pk", flat=True)[:limit]]
+
+
+def embed_messages(*, message_ids: Sequence[str]) -> int:
+    """Embed messages that have no vector yet with their project's active model; how many."""
+    from retrieval.embedders import embedder_for_model
+    from retrieval.embedding import active_model, embed_texts
+
+    messages = list(
+        Message.objects.select_related("conversation__project")
+        .filter(pk__in=message_ids, embedding_model="", role__in=EMBEDDED_ROLES)
+        .exclude(content="")
+    )
+    by_model: dict[str, list[Message]] = {}
+    for message in messages:
+        by_model.setdefault(active_model(message.conversation.project), []).append(message)
+    for model, group in by_model.items():
+        vectors = embed_texts([m.content for m in group], embedder=embedder_for_model(model))
+        for message, vector in zip(group, vectors, strict=True):
+            Message.objects.filter(pk=message.pk, embedding_model="").update(embedding=vector, embedding_model=model)
+    return len(messages)

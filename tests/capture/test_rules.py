@@ -1,0 +1,405 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from capture.proposals import ProposedMemory
+from capture.redaction import find_secrets
+from capture.rules import extract_from_window
+from capture.window import clean_window
+
+CODING_SESSION = [
+    {"role": "user", "content": "Hey! I'm Priya, and I'm a backend engineer at Northwind."},
+    {"role": "assistant", "content": "Nice to meet you, Priya! What are we working on today?"},
+    {
+        "role": "user",
+        "content": "We're adding a CSV export to the billing service. Can you look at the invoices module first?",
+    },
+    {
+        "role": "assistant",
+        "content": "Let me open it.",
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "read_file", "arguments": '{"path": "billing/invoices.py"}'},
+            }
+        ],
+    },
+    {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "content": "def build_rows(invoices):\n    # we decided to use lists here\n"
+        "    return [row(i) for i in invoices]",
+    },
+    {
+        "role": "assistant",
+        "content": "The invoices module builds every row in `build_rows()`. A generator would let large exports "
+        "stream. Should I use `csv.DictWriter`?",
+    },
+    {"role": "user", "content": "Yes, use DictWriter. btw I prefer generators over building big lists in Python."},
+    {
+        "role": "assistant",
+        "content": "Got it. We decided to use DictWriter, so here is a first version with a generator.",
+    },
+    {
+        "role": "user",
+        "content": "Looks good. In this repo we always put type hints on public functions, and we use ruff for "
+        "formatting.",
+    },
+    {"role": "assistant", "content": "Added type hints. Should the export live in `billing/exports/`?"},
+    {"role": "user", "content": "No, exports go in `billing/reports/`, not `billing/exports/`."},
+    {"role": "assistant", "content": "Moved it. Do you want me to add tests?"},
+    {
+        "role": "user",
+        "content": "Yes please. Please don't use mocks for the database in tests, we run them against a real Postgres.",
+    },
+    {"role": "assistant", "content": "Understood: the tests now use the real database fixture."},
+    {"role": "user", "content": "I'm not sure we decided on the file encoding yet, maybe UTF-8 with BOM for Excel?"},
+    {"role": "assistant", "content": "Excel opens UTF-8 with a BOM most reliably. Want me to add it?"},
+    {"role": "user", "content": "Let's go with UTF-8 with BOM for all CSV exports."},
+    {"role": "assistant", "content": "Done. Anything else?"},
+    {"role": "user", "content": "Remember that the billing service deploys only on Tuesdays and Thursdays."},
+    {"role": "assistant", "content": "Noted."},
+    {"role": "user", "content": "Also, my timezone is CET, so schedule the nightly export for 2am my time."},
+    {"role": "assistant", "content": "Scheduled for 02:00 CET."},
+    {
+        "role": "user",
+        "content": "We decided to keep exports synchronous for files under 10 MB because Celery adds latency.",
+    },
+    {"role": "assistant", "content": "Makes sense; I kept the small-file path synchronous."},
+    {
+        "role": "user",
+        "content": "Oh, and my GitHub token is ghp_0123456789abcdefghijABCDEFGHIJ0123456789, don't save it anywhere.",
+    },
+    {"role": "assistant", "content": "I won't store it."},
+    {"role": "user", "content": "Thanks, that's perfect!"},
+]
+
+
+def _summary(proposals: list[ProposedMemory]) -> list[tuple[str, str, str, str]]:
+    return [(p.content, p.kind, p.category, p.scope) for p in proposals]
+
+
+def _user(*texts: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": text} for text in texts]
+
+
+def test_a_realistic_coding_session_yields_exactly_the_durable_memories() -> None:
+    memories = extract_from_window(clean_window(CODING_SESSION))
+
+    assert _summary(memories) == [
+        ("The user's name is Priya.", "fact", "user-facts", "user"),
+        ("The user is a backend engineer at Northwind.", "fact", "user-facts", "user"),
+        ("The user prefers generators over building big lists in Python.", "preference", "coding-preferences", "user"),
+        (
+            "In this repo, the team always puts type hints on public functions.",
+            "fact",
+            "project-conventions",
+            "project",
+        ),
+        ("In this repo, the team uses ruff for formatting.", "fact", "project-conventions", "project"),
+        ("Exports go in `billing/reports/`, not `billing/exports/`.", "fact", "corrections", "user"),
+        (
+            "The user does not want the assistant to use mocks for the database in tests.",
+            "preference",
+            "coding-preferences",
+            "user",
+        ),
+        (
+            "The team decided to go with UTF-8 with BOM for all CSV exports.",
+            "decision",
+            "architectural-decisions",
+            "project",
+        ),
+        ("The billing service deploys only on Tuesdays and Thursdays.", "fact", "project-conventions", "user"),
+        ("The user's timezone is CET.", "fact", "user-facts", "user"),
+        (
+            "The team decided to keep exports synchronous for files under 10 MB because Celery adds latency.",
+            "decision",
+            "architectural-decisions",
+            "project",
+        ),
+    ]
+
+
+def test_each_memory_keeps_the_users_sentence_as_evidence_and_a_reason() -> None:
+    memories = extract_from_window(clean_window(CODING_SESSION))
+
+    remembered = next(m for m in memories if m.content.startswith("The billing service"))
+    assert remembered.evidence == "Remember that the billing service deploys only on Tuesdays and Thursdays."
+    assert remembered.reason == "The user asked for this to be remembered."
+    assert (remembered.importance, remembered.confidence) == (0.8, 0.9)
+
+
+def test_chit_chat_yields_nothing() -> None:
+    chat = [
+        {"role": "user", "content": "Hi there!"},
+        {"role": "assistant", "content": "Hello! How can I help today?"},
+        {"role": "user", "content": "Just wanted to say thanks for yesterday, that worked great."},
+        {"role": "assistant", "content": "Glad it helped! We decided to celebrate, I hope."},
+        {"role": "user", "content": "I like it a lot. Have a nice weekend!"},
+        {"role": "assistant", "content": "You too!"},
+        {"role": "user", "content": "Haha, I'm a bit tired today."},
+        {"role": "user", "content": "Maybe we could try that new cafe sometime?"},
+        {"role": "user", "content": "Ok cool, sounds good. Never mind, don't worry about it."},
+    ]
+
+    assert extract_from_window(chat) == []
+
+
+def test_assistant_messages_are_never_mined() -> None:
+    window = [{"role": "assistant", "content": "I prefer tabs. We decided to use Kafka. Remember that X is Y."}]
+
+    assert extract_from_window(window) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Should we use PostgreSQL for the event store?",
+        "can you remember that I prefer tabs",
+        "If I preferred spaces, would that break the linter?",
+        "I'm not sure we decided on Kafka.",
+        "Maybe we'll use Redis for caching.",
+        "I think we should use pnpm.",
+        "We haven't decided on the queue yet.",
+        "We'll use SQLite for now.",
+        "Let's use a dict here.",
+        "Let's go with your suggestion.",
+        "I like that.",
+        "Remember that my password is hunter2.",
+        "My API key is sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z, please use it.",
+        "I prefer",
+        "No, it's fine.",
+        "Don't save it anywhere.",
+        "Let's use a dict instead of a list.",
+    ],
+)
+def test_questions_hypotheticals_doubts_vague_or_secret_statements_are_skipped(text: str) -> None:
+    assert extract_from_window(_user(text)) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "content", "kind", "category", "scope"),
+    [
+        (
+            "I'd rather use pathlib than os.path.",
+            "The user would rather use pathlib than os.path.",
+            "preference",
+            "coding-preferences",
+            "user",
+        ),
+        (
+            "I hate magic numbers in code.",
+            "The user hates magic numbers in code.",
+            "preference",
+            "coding-preferences",
+            "user",
+        ),
+        (
+            "Always use f-strings, please.",
+            "The user wants the assistant to always use f-strings.",
+            "preference",
+            "coding-preferences",
+            "user",
+        ),
+        (
+            "please don't touch the migrations folder",
+            "The user does not want the assistant to touch the migrations folder.",
+            "preference",
+            "coding-preferences",
+            "user",
+        ),
+        (
+            "we chose Kafka over RabbitMQ for the audit log",
+            "The team chose Kafka over RabbitMQ for the audit log.",
+            "decision",
+            "architectural-decisions",
+            "project",
+        ),
+        (
+            "We'll use Redis for the rate limiter.",
+            "The team will use Redis for the rate limiter.",
+            "decision",
+            "architectural-decisions",
+            "project",
+        ),
+        (
+            "Our convention is that every endpoint returns JSON errors.",
+            "The team's convention is that every endpoint returns JSON errors.",
+            "fact",
+            "project-conventions",
+            "project",
+        ),
+        (
+            "The team uses trunk-based development.",
+            "The team uses trunk-based development.",
+            "fact",
+            "project-conventions",
+            "project",
+        ),
+        ("Correction: the API base path is /api/v2.", "The API base path is /api/v2.", "fact", "corrections", "user"),
+        (
+            "That's wrong. We deploy with Helm, not Kustomize.",
+            "The team deploys with Helm, not Kustomize.",
+            "fact",
+            "corrections",
+            "project",
+        ),
+        (
+            "I meant the staging cluster, not prod.",
+            "The user meant the staging cluster, not prod.",
+            "fact",
+            "corrections",
+            "user",
+        ),
+        ("I live in Lisbon.", "The user lives in Lisbon.", "fact", "user-facts", "user"),
+        ("I'm on macOS with zsh.", "The user is on macOS with zsh.", "fact", "user-facts", "user"),
+        ("My preferred editor is Neovim.", "The user's preferred editor is Neovim.", "fact", "user-facts", "user"),
+        ("Call me Sam.", "The user wants to be called Sam.", "fact", "user-facts", "user"),
+        ("Note that the CI runs on Python 3.11.", "The CI runs on Python 3.11.", "fact", "project-conventions", "user"),
+        (
+            "It's important that our migrations stay reversible.",
+            "The team's migrations stay reversible.",
+            "fact",
+            "project-conventions",
+            "project",
+        ),
+        (
+            "The conclusion is that we shard by tenant.",
+            "The team shards by tenant.",
+            "decision",
+            "architectural-decisions",
+            "project",
+        ),
+        (
+            "Key insight: retries without jitter overload the queue.",
+            "Retries without jitter overload the queue.",
+            "note",
+            "patterns",
+            "user",
+        ),
+        (
+            "I learned that the ORM silently truncates long strings.",
+            "The user learned that the ORM silently truncates long strings.",
+            "note",
+            "lesson",
+            "user",
+        ),
+        (
+            "From now on, run ruff before every commit.",
+            "The user wants the assistant to run ruff before every commit.",
+            "preference",
+            "coding-preferences",
+            "user",
+        ),
+        (
+            "Remember to rebase onto main before opening a PR.",
+            "The user wants the assistant to rebase onto main before opening a PR.",
+            "preference",
+            "coding-preferences",
+            "user",
+        ),
+        (
+            "In our monorepo, tests sit next to the code they test.",
+            "In the team's monorepo, tests sit next to the code they test.",
+            "fact",
+            "project-conventions",
+            "project",
+        ),
+        (
+            "Sorry, I was wrong earlier: we use Python 3.12, not 3.11.",
+            "The team uses Python 3.12, not 3.11.",
+            "fact",
+            "corrections",
+            "project",
+        ),
+        (
+            "It's important to run the migrations before the tests.",
+            "The user wants the assistant to run the migrations before the tests.",
+            "preference",
+            "coding-preferences",
+            "user",
+        ),
+    ],
+)
+def test_each_kind_of_statement_becomes_a_clean_third_person_memory(
+    text: str, content: str, kind: str, category: str, scope: str
+) -> None:
+    assert _summary(extract_from_window(_user(text))) == [(content, kind, category, scope)]
+
+
+def test_fillers_are_stripped_and_clauses_split_into_separate_memories() -> None:
+    window = _user("um ok so btw my name is dana and I work as a data engineer; I love Rust, thanks!")
+
+    assert [p.content for p in extract_from_window(window)] == [
+        "The user's name is Dana.",
+        "The user works as a data engineer.",
+        "The user loves Rust.",
+    ]
+
+
+def test_the_same_statement_made_twice_is_kept_once() -> None:
+    window = _user("I prefer tabs in Python.", "As I said: I prefer tabs in Python!", "i prefer tabs in python")
+
+    assert [p.content for p in extract_from_window(window)] == ["The user prefers tabs in Python."]
+
+
+def test_pasted_code_and_quoted_text_are_not_mined() -> None:
+    window = _user("Look at this:\n```python\n# we decided to use globals\n```\n> I prefer spaces\nThanks.")
+
+    assert extract_from_window(window) == []
+
+
+_words = st.sampled_from(
+    [
+        "I",
+        "we",
+        "prefer",
+        "always",
+        "never",
+        "use",
+        "decided",
+        "to",
+        "remember",
+        "that",
+        "actually,",
+        "no,",
+        "my",
+        "name",
+        "is",
+        "in",
+        "this",
+        "repo",
+        "the",
+        "team",
+        "Python",
+        "tabs",
+        ".",
+        "?",
+        "please",
+        "don't",
+        "let's",
+        "go",
+        "with",
+        "Postgres",
+        "and",
+        ",",
+        "\n",
+        "it",
+        "from now on",
+        "key insight:",
+        "password:",
+        "hunter2",
+    ]
+)
+
+
+@given(st.lists(_words, max_size=30).map(" ".join) | st.text(max_size=200))
+def test_the_extractor_never_fails_and_only_returns_clean_sentences(text: str) -> None:
+    for memory in extract_from_window(_user(text)):
+        assert memory.content[0].isupper() or not memory.content[0].isalpha()
+        assert memory.content.endswith(".")
+        assert find_secrets(memory.content) == [] and "[REDACTED]" not in memory.content
