@@ -1,0 +1,147 @@
+"""Forms of the curation UI. They parse and check input; the services decide and write."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from memories.models import CapturePolicy, Kind, Project, Relationship, Role, Scope, Status
+from memories.ui_selectors import SORTS, ListFilters
+
+SORT_LABELS = {
+    "newest": "Newest first",
+    "oldest": "Oldest first",
+    "importance": "Most important",
+    "updated": "Recently changed",
+    "category": "Category",
+}
+
+BULK_ACTIONS = [
+    ("approve", "Approve"),
+    ("archive", "Archive"),
+    ("delete", "Delete"),
+    ("category", "Change category to…"),
+]
+
+
+def _blank(label: str, choices: Any) -> list[tuple[str, str]]:
+    return [("", label), *[(str(value), str(name)) for value, name in choices]]
+
+
+def _set_choices(form: forms.Form, name: str, choices: list[tuple[str, str]]) -> None:
+    field = form.fields[name]
+    assert isinstance(field, forms.ChoiceField)
+    field.choices = choices
+
+
+def _categories(project: Project) -> list[tuple[str, str]]:
+    return [(c, c) for c in project.taxonomy]
+
+
+class MemoryFilterForm(forms.Form):
+    """The list's filters and sort, read from the query string."""
+
+    user = forms.CharField(required=False, max_length=255, label="End user")
+    scope = forms.ChoiceField(required=False, choices=_blank("Any scope", Scope.choices))
+    kind = forms.ChoiceField(required=False, choices=_blank("Any kind", Kind.choices))
+    category = forms.ChoiceField(required=False)
+    status = forms.ChoiceField(required=False, choices=_blank("Not deleted", Status.choices))
+    q = forms.CharField(required=False, max_length=200, label="Text")
+    sort = forms.ChoiceField(required=False, choices=[(k, SORT_LABELS[k]) for k in SORTS])
+
+    def __init__(self, *args: Any, project: Project, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _set_choices(self, "category", _blank("Any category", _categories(project)))
+
+    def filters(self) -> ListFilters:
+        """The valid filters; an invalid value is ignored rather than failing the page."""
+        if not self.is_valid():
+            data = {k: v for k, v in self.cleaned_data.items() if k not in self.errors}
+        else:
+            data = self.cleaned_data
+        return ListFilters(
+            user_id=(data.get("user") or "").strip(),
+            scope=data.get("scope") or "",
+            kind=data.get("kind") or "",
+            category=data.get("category") or "",
+            status=data.get("status") or "",
+            q=(data.get("q") or "").strip(),
+            sort=data.get("sort") or "newest",
+        )
+
+
+class MemoryFieldsForm(forms.Form):
+    """Content and labels of a memory: used to edit one and to write a successor."""
+
+    content = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), max_length=8000)
+    kind = forms.ChoiceField(choices=Kind.choices)
+    category = forms.ChoiceField(required=False)
+    importance = forms.FloatField(min_value=0, max_value=1, widget=forms.NumberInput(attrs={"step": "0.05"}))
+    reason = forms.CharField(required=False, max_length=500, label="Reason (kept in the history)")
+
+    def __init__(self, *args: Any, project: Project, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _set_choices(self, "category", _blank("(none)", _categories(project)))
+
+    def changes(self) -> dict[str, Any]:
+        return {name: self.cleaned_data[name] for name in ("content", "kind", "category", "importance")}
+
+
+class LinkForm(forms.Form):
+    target = forms.ChoiceField(label="Link to")
+    relationship = forms.ChoiceField(choices=[c for c in Relationship.choices if c[0] != Relationship.SUPERSEDES])
+
+    def __init__(self, *args: Any, candidates: list[Any], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _set_choices(self, "target", [(str(m.pk), m.content[:90]) for m in candidates])
+
+
+class BulkForm(forms.Form):
+    action = forms.ChoiceField(choices=BULK_ACTIONS)
+    category = forms.ChoiceField(required=False, label="New category")
+
+    def __init__(self, *args: Any, project: Project, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _set_choices(self, "category", _blank("(none)", _categories(project)))
+
+
+class ProjectSettingsForm(forms.Form):
+    capture_policy = forms.ChoiceField(choices=CapturePolicy.choices)
+    auto_approve_confidence = forms.FloatField(
+        min_value=0, max_value=1, widget=forms.NumberInput(attrs={"step": "0.05"}), label="Auto-approve confidence"
+    )
+    taxonomy = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 9}), help_text="One category per line: letters, digits and dashes."
+    )
+    hyde_enabled = forms.BooleanField(required=False, label="HyDE (hypothetical answers) on")
+    token_budget = forms.IntegerField(min_value=1, max_value=100_000, label="Token budget")
+
+    def clean_taxonomy(self) -> list[str]:
+        lines = [line.strip() for line in self.cleaned_data["taxonomy"].splitlines() if line.strip()]
+        bad = [c for c in lines if not all(ch.isalnum() or ch in "-_" for ch in c)]
+        if bad:
+            raise forms.ValidationError(f"not a category name: {', '.join(bad)}")
+        if len(set(lines)) != len(lines):
+            raise forms.ValidationError("a category is listed twice")
+        if not lines:
+            raise forms.ValidationError("list at least one category")
+        return lines
+
+    @classmethod
+    def initial_for(cls, project: Project) -> dict[str, Any]:
+        fields = ("capture_policy", "auto_approve_confidence", "hyde_enabled", "token_budget")
+        return {**{name: getattr(project, name) for name in fields}, "taxonomy": "\n".join(project.taxonomy)}
+
+
+class ApiKeyForm(forms.Form):
+    name = forms.CharField(max_length=200, required=False, help_text="What uses this key, e.g. “support bot”.")
+
+
+class MemberAddForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.VIEWER)
+
+
+class MemberRoleForm(forms.Form):
+    role = forms.ChoiceField(choices=Role.choices)

@@ -1,0 +1,285 @@
+"""Reads only the curation UI needs: a person's projects, project-wide listings
+across end users, and the dashboard's numbers. Each function is scoped to one
+project (or to the person's own teams); end-user isolation for a single end user's
+view still goes through :mod:`memories.selectors`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.postgres.search import SearchQuery
+from django.db.models import Aggregate, Count, FloatField, Q, QuerySet
+from django.db.models.functions import TruncDate
+from django.http import Http404
+from django.utils import timezone
+
+from capture.models import CaptureJob
+from memories.models import ApiKey, Membership, Memory, MemoryEdge, Project, Role, Status
+from memories.selectors import memories_visible
+from retrieval.models import RetrievalLog
+
+ROLE_RANK = {Role.VIEWER: 0, Role.REVIEWER: 1, Role.ADMIN: 2}
+
+SORTS = {
+    "newest": ("-created_at", "-pk"),
+    "oldest": ("created_at", "pk"),
+    "importance": ("-importance", "-created_at", "-pk"),
+    "updated": ("-updated_at", "-pk"),
+    "category": ("category", "-created_at", "-pk"),
+}
+
+
+@dataclass(frozen=True)
+class Access:
+    """Who is looking at which project, with which role."""
+
+    project: Project
+    role: str
+    username: str
+
+    def can(self, role: str) -> bool:
+        return ROLE_RANK[Role(self.role)] >= ROLE_RANK[Role(role)]
+
+    @property
+    def actor(self) -> str:
+        return f"user:{self.username}"
+
+
+def project_access(*, user: AbstractBaseUser | AnonymousUser, slug: str) -> Access:
+    """The person's access to the project ``slug``; Http404 unless they are a member."""
+    if not user.is_authenticated:
+        raise Http404("project not found")
+    project = Project.objects.select_related("team").filter(slug=slug).first()
+    role = (
+        Membership.objects.filter(team_id=project.team_id, user_id=user.pk).values_list("role", flat=True).first()
+        if project
+        else None
+    )
+    if project is None or role is None:
+        raise Http404("project not found")
+    return Access(project=project, role=role, username=user.get_username())
+
+
+def memberships_for(*, user: AbstractBaseUser) -> list[Membership]:
+    """The person's teams with their projects, for the home page."""
+    return list(
+        Membership.objects.filter(user_id=user.pk)
+        .select_related("team")
+        .prefetch_related("team__projects")
+        .order_by("team__name")
+    )
+
+
+@dataclass(frozen=True)
+class ListFilters:
+    user_id: str = ""
+    scope: str = ""
+    kind: str = ""
+    category: str = ""
+    status: str = ""
+    q: str = ""
+    sort: str = "newest"
+
+
+def memories_for_project(*, project: Project, filters: ListFilters) -> QuerySet[Memory]:
+    """Every end user's memories in the project, filtered and sorted; deleted ones only on request."""
+    queryset = Memory.objects.filter(project=project)
+    # Deleted memories stay out of the list unless asked for (to restore them).
+    queryset = queryset.filter(status=filters.status) if filters.status else queryset.exclude(status=Status.DELETED)
+    for name in ("user_id", "scope", "kind", "category"):
+        if value := getattr(filters, name):
+            queryset = queryset.filter(**{name: value})
+    if filters.q:
+        queryset = queryset.filter(search=SearchQuery(filters.q, search_type="websearch", config="english"))
+    return queryset.order_by(*SORTS.get(filters.sort, SORTS["newest"]))
+
+
+def end_users(*, project: Project, limit: int = 500) -> list[str]:
+    """Distinct end users with memories in the project (for filter suggestions)."""
+    rows = Memory.objects.filter(project=project).values_list("user_id", flat=True).distinct().order_by("user_id")
+    return list(rows[:limit])
+
+
+def memory_in_project(*, project: Project, memory_id: str | uuid.UUID, with_deleted: bool = True) -> Memory:
+    """One memory of the project (any end user); Http404 for ids of other projects or malformed ones."""
+    try:
+        pk = uuid.UUID(str(memory_id))
+    except ValueError as error:
+        raise Http404("memory not found") from error
+    queryset = Memory.objects.select_related("project", "supersedes").filter(project=project, pk=pk)
+    if not with_deleted:
+        queryset = queryset.exclude(status=Status.DELETED)
+    memory = queryset.first()
+    if memory is None:
+        raise Http404("memory not found")
+    return memory
+
+
+def memories_by_ids(*, project: Project, ids: list[str]) -> list[Memory]:
+    """The project's memories among ``ids`` (malformed and foreign ids are dropped)."""
+    valid = []
+    for raw in ids:
+        try:
+            valid.append(uuid.UUID(raw))
+        except ValueError:
+            continue
+    return list(Memory.objects.select_related("project").filter(project=project, pk__in=valid))
+
+
+def memory_links(*, memory: Memory) -> list[MemoryEdge]:
+    """Links from and to ``memory`` whose other end is not deleted."""
+    edges = (
+        MemoryEdge.objects.filter(Q(from_memory=memory) | Q(to_memory=memory))
+        .exclude(from_memory__status=Status.DELETED)
+        .exclude(to_memory__status=Status.DELETED)
+        .select_related("from_memory", "to_memory")
+        .order_by("created_at")
+    )
+    return list(edges)
+
+
+def link_candidates(*, memory: Memory, limit: int = 200) -> list[Memory]:
+    """Memories the end user of ``memory`` can see, which it may therefore link to."""
+    queryset = memories_visible(project=memory.project, user_id=memory.user_id).exclude(pk=memory.pk)
+    return list(queryset.order_by("-created_at")[:limit])
+
+
+def edge_in_project(*, project: Project, edge_id: int) -> MemoryEdge:
+    edge = MemoryEdge.objects.select_related("from_memory", "to_memory").filter(project=project, pk=edge_id).first()
+    if edge is None:
+        raise Http404("link not found")
+    return edge
+
+
+def review_queue(*, project: Project) -> QuerySet[Memory]:
+    """Memories waiting for review, oldest first (first captured, first reviewed)."""
+    return Memory.objects.filter(project=project, status=Status.PENDING_REVIEW).order_by("created_at", "pk")
+
+
+def capture_jobs_by_id(*, project: Project, memories: list[Memory]) -> dict[str, CaptureJob]:
+    """The capture jobs the memories came from, in one query, keyed by id as a string."""
+    ids = set()
+    for memory in memories:
+        raw = (memory.source or {}).get("capture_job")
+        try:
+            ids.add(uuid.UUID(str(raw)))
+        except ValueError:
+            continue
+    jobs = CaptureJob.objects.filter(project=project, pk__in=ids) if ids else CaptureJob.objects.none()
+    return {str(job.pk): job for job in jobs}
+
+
+def graph_data(*, project: Project, user_id: str, limit: int = 2000) -> dict[str, Any]:
+    """Nodes (an end user's visible memories, superseded included) and the links between them."""
+    memories = list(
+        memories_visible(project=project, user_id=user_id)
+        .order_by("-created_at")
+        .values("id", "content", "category", "kind", "status", "scope", "version")[:limit]
+    )
+    ids = [m["id"] for m in memories]
+    edges = MemoryEdge.objects.filter(project=project, from_memory_id__in=ids, to_memory_id__in=ids).values(
+        "from_memory_id", "to_memory_id", "relationship"
+    )
+    return {
+        "nodes": [{**m, "id": str(m["id"])} for m in memories],
+        "edges": [
+            {"source": str(e["from_memory_id"]), "target": str(e["to_memory_id"]), "relationship": e["relationship"]}
+            for e in edges
+        ],
+    }
+
+
+def api_keys(*, project: Project) -> list[ApiKey]:
+    return list(ApiKey.objects.filter(project=project).select_related("created_by").order_by("-created_at"))
+
+
+def team_members(*, project: Project) -> list[Membership]:
+    return list(Membership.objects.filter(team=project.team).select_related("user").order_by("user__username"))
+
+
+def membership_in_team(*, project: Project, membership_id: int) -> Membership:
+    membership = Membership.objects.filter(team=project.team, pk=membership_id).select_related("user").first()
+    if membership is None:
+        raise Http404("member not found")
+    return membership
+
+
+def capture_job_in_project(*, project: Project, job_id: str) -> CaptureJob:
+    try:
+        pk = uuid.UUID(str(job_id))
+    except ValueError as error:
+        raise Http404("capture job not found") from error
+    job = CaptureJob.objects.filter(project=project, pk=pk).first()
+    if job is None:
+        raise Http404("capture job not found")
+    return job
+
+
+# --- Dashboard -------------------------------------------------------------------------
+
+
+class Percentile(Aggregate):
+    """``percentile_cont(fraction) WITHIN GROUP (ORDER BY expr)``: Postgres' ordered-set aggregate."""
+
+    function = "percentile_cont"
+    template = "%(function)s(%(fraction)s) WITHIN GROUP (ORDER BY %(expressions)s)"
+    output_field = FloatField()
+
+    def __init__(self, expression: Any, *, fraction: float) -> None:
+        super().__init__(expression, fraction=float(fraction))
+
+
+@dataclass(frozen=True)
+class DayCount:
+    day: date
+    count: int
+
+
+def _per_day(queryset: QuerySet[Any], *, days: int) -> list[DayCount]:
+    today = timezone.localdate()
+    start = today - timedelta(days=days - 1)
+    rows = (
+        queryset.filter(created_at__date__gte=start)
+        .annotate(day=TruncDate("created_at"))
+        .values("day")
+        .annotate(n=Count("pk"))
+    )
+    counts = {row["day"]: row["n"] for row in rows}
+    return [
+        DayCount(day=start + timedelta(days=i), count=counts.get(start + timedelta(days=i), 0)) for i in range(days)
+    ]
+
+
+def dashboard(*, project: Project, days: int = 14) -> dict[str, Any]:
+    """Counts by status and category, captures and retrievals per day, retrieval latency percentiles."""
+    memories = Memory.objects.filter(project=project)
+    by_status = dict(memories.values_list("status").annotate(n=Count("pk")).order_by())
+    by_category = list(
+        memories.exclude(status=Status.DELETED).values("category").annotate(n=Count("pk")).order_by("-n", "category")
+    )
+    since = timezone.now() - timedelta(days=days)
+    latency = RetrievalLog.objects.filter(project=project, created_at__gte=since).aggregate(
+        p50=Percentile("latency_ms", fraction=0.5), p95=Percentile("latency_ms", fraction=0.95), n=Count("pk")
+    )
+    return {
+        "by_status": [(status.value, status.label, by_status.get(status.value, 0)) for status in Status],
+        "by_category": by_category,
+        "captures": _per_day(CaptureJob.objects.filter(project=project), days=days),
+        "retrievals": _per_day(RetrievalLog.objects.filter(project=project), days=days),
+        "latency": latency,
+        "pending_review": by_status.get(Status.PENDING_REVIEW, 0),
+    }
+
+
+def retrieval_logs(*, project: Project) -> QuerySet[RetrievalLog]:
+    return RetrievalLog.objects.filter(project=project).order_by("-created_at", "-pk")
+
+
+def capture_jobs(*, project: Project, status: str = "") -> QuerySet[CaptureJob]:
+    queryset = CaptureJob.objects.filter(project=project).order_by("-created_at", "-pk")
+    return queryset.filter(status=status) if status else queryset

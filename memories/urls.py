@@ -1,0 +1,47 @@
+"""The curation UI's URLs, mounted at the site root. Project pages live under /p/<slug>/."""
+
+from __future__ import annotations
+
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from memories.views import admin, graph, home, memory_detail, memory_list, operations, playground, review
+
+app_name = "memories"
+
+P = "p/<slug:slug>/"
+M = P + "memories/<uuid:memory_id>/"
+
+urlpatterns = [
+    path("", home.home, name="home"),
+    path(
+        "accounts/login/",
+        auth_views.LoginView.as_view(template_name="memories/login.html", redirect_authenticated_user=True),
+        name="login",
+    ),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path(P, operations.dashboard, name="dashboard"),
+    path(P + "memories/", memory_list.memory_list, name="list"),
+    path(P + "memories/bulk/", memory_list.memory_bulk, name="bulk"),
+    path(M, memory_detail.memory_detail, name="memory"),
+    path(M + "edit/", memory_detail.memory_edit, name="edit"),
+    path(M + "supersede/", memory_detail.memory_supersede, name="supersede"),
+    path(M + "links/", memory_detail.link_add, name="link_add"),
+    path(M + "links/<int:edge_id>/remove/", memory_detail.link_remove, name="link_remove"),
+    path(M + "<str:action>/", memory_detail.memory_status, name="status"),
+    path(P + "review/", review.review_queue, name="review"),
+    path(P + "review/bulk/", review.review_bulk, name="review_bulk"),
+    path(P + "review/<uuid:memory_id>/approve/", review.review_approve, name="review_approve"),
+    path(P + "review/<uuid:memory_id>/reject/", review.review_reject, name="review_reject"),
+    path(P + "graph/", graph.graph_page, name="graph"),
+    path(P + "graph/data/", graph.graph_data, name="graph_data"),
+    path(P + "captures/", operations.capture_jobs, name="captures"),
+    path(P + "captures/<uuid:job_id>/retry/", operations.capture_retry, name="capture_retry"),
+    path(P + "retrievals/", operations.retrieval_log, name="retrievals"),
+    path(P + "playground/", playground.playground, name="playground"),
+    path(P + "keys/", admin.api_keys, name="keys"),
+    path(P + "keys/<int:key_id>/revoke/", admin.api_key_revoke, name="key_revoke"),
+    path(P + "settings/", admin.project_settings, name="settings"),
+    path(P + "members/", admin.members, name="members"),
+    path(P + "members/<int:membership_id>/<str:action>/", admin.member_change, name="member_change"),
+]

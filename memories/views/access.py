@@ -1,0 +1,92 @@
+"""The one place the UI checks who may do what, and the helpers every view shares.
+
+``project_view`` loads the project by slug for the signed-in person: a non-member
+gets 404 (the project might as well not exist), a member below the needed role
+gets 403. Safe methods need ``read``; anything that changes data needs ``write``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.utils.http import url_has_allowed_host_and_scheme
+
+from memories.models import Role
+from memories.ui_selectors import Access, project_access
+from memoryhub.errors import DomainError
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+ProjectView = Callable[..., HttpResponse]
+
+
+def project_view(
+    read: str = Role.VIEWER, write: str | None = None
+) -> Callable[[ProjectView], Callable[..., HttpResponse]]:
+    """Decorate ``view(request, access, ...)``; the URL passes the project's ``slug``."""
+
+    def decorator(view: ProjectView) -> Callable[..., HttpResponse]:
+        @login_required
+        @wraps(view)
+        def wrapper(request: HttpRequest, slug: str, *args: Any, **kwargs: Any) -> HttpResponse:
+            access = project_access(user=request.user, slug=slug)
+            needed = read if request.method in SAFE_METHODS else (write or read)
+            if not access.can(needed):
+                raise PermissionDenied(f"this needs the {needed} role")
+            return view(request, access, *args, **kwargs)
+
+        return wrapper
+
+    return decorator
+
+
+def is_htmx(request: HttpRequest) -> bool:
+    return bool(getattr(request, "htmx", False))
+
+
+def next_url(request: HttpRequest, default: str) -> str:
+    """Where to go after a form post: the ``next`` field if it is a local URL, else ``default``."""
+    candidate = request.POST.get("next") or request.GET.get("next") or ""
+    if candidate and url_has_allowed_host_and_scheme(candidate, allowed_hosts={request.get_host()}):
+        return candidate
+    return default
+
+
+def query_of(url: str) -> str:
+    return urlsplit(url).query
+
+
+def refuse(request: HttpRequest, error: DomainError | str, *, back: str, status: int | None = None) -> HttpResponse:
+    """Answer a refused action: plain text for htmx (app.js shows it), a message and redirect otherwise."""
+    text = error.message if isinstance(error, DomainError) else error
+    code = status or (error.status if isinstance(error, DomainError) else 400)
+    if is_htmx(request):
+        return HttpResponse(text, status=code, content_type="text/plain; charset=utf-8")
+    messages.error(request, text)
+    return HttpResponseRedirect(back)
+
+
+def done(request: HttpRequest, text: str, *, back: str) -> HttpResponseRedirect:
+    messages.success(request, text)
+    return HttpResponseRedirect(back)
+
+
+def page_context(access: Access, **extra: Any) -> dict[str, Any]:
+    """What every project page's template gets: the project, the role and what it allows."""
+    return {
+        "access": access,
+        "project": access.project,
+        "can_review": access.can(Role.REVIEWER),
+        "can_admin": access.can(Role.ADMIN),
+        **extra,
+    }
+
+
+__all__ = ["Access", "done", "is_htmx", "next_url", "page_context", "project_view", "query_of", "refuse"]

@@ -1,0 +1,137 @@
+"""What a team admin manages: API keys, project settings and members."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from memories import services, ui_selectors
+from memories.forms import ApiKeyForm, MemberAddForm, MemberRoleForm, ProjectSettingsForm
+from memories.models import ApiKey, Role
+from memories.views.access import Access, done, is_htmx, page_context, project_view, refuse
+from memoryhub.errors import DomainError
+
+
+def _keys_context(access: Access, **extra: Any) -> dict[str, Any]:
+    keys = ui_selectors.api_keys(project=access.project)
+    return page_context(access, keys=keys, form=ApiKeyForm(), nav="keys", **extra)
+
+
+@project_view(Role.ADMIN)
+def api_keys(request: HttpRequest, access: Access) -> HttpResponse:
+    """List keys; POST creates one and shows its plain value once, on this answer only."""
+    if request.method != "POST":
+        return render(request, "memories/keys.html", _keys_context(access))
+    form = ApiKeyForm(request.POST)
+    if not form.is_valid():
+        return render(request, "memories/keys.html", _keys_context(access, form=form), status=422)
+    key, plain = services.api_key_create(
+        project=access.project, name=form.cleaned_data["name"], created_by=request.user
+    )
+    context = _keys_context(access, new_key=key, plain_key=plain)
+    # The plain key must never be cached or replayed from history.
+    response = render(request, "memories/keys.html#keys" if is_htmx(request) else "memories/keys.html", context)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@project_view(Role.ADMIN)
+@require_POST
+def api_key_revoke(request: HttpRequest, access: Access, key_id: int) -> HttpResponse:
+    """Revoke a key: requests with it answer 401 from now on."""
+    key = ApiKey.objects.filter(project=access.project, pk=key_id).first()
+    back = reverse("memories:keys", args=[access.project.slug])
+    if key is None:
+        return refuse(request, "No such key.", back=back, status=404)
+    services.api_key_revoke(key=key)
+    if not is_htmx(request):
+        return done(request, f"Key {key.prefix}… revoked.", back=back)
+    return render(request, "memories/keys.html#keys", _keys_context(access, notice=f"Key {key.prefix}… revoked."))
+
+
+def _reembed_progress(project_id: int) -> dict[str, Any] | None:
+    from retrieval.reembed import get_progress
+
+    # Progress lives in Redis; the page still works when Redis does not answer.
+    with contextlib.suppress(Exception):
+        return get_progress(project_id)
+    return None
+
+
+def _settings_context(access: Access, form: ProjectSettingsForm, **extra: Any) -> dict[str, Any]:
+    from retrieval.embedding import active_model
+
+    return page_context(
+        access,
+        form=form,
+        embedding_model=active_model(access.project),
+        reembed=_reembed_progress(access.project.pk),
+        nav="settings",
+        **extra,
+    )
+
+
+@project_view(Role.VIEWER, write=Role.ADMIN)
+def project_settings(request: HttpRequest, access: Access) -> HttpResponse:
+    """Every member sees the settings; admins change them."""
+    initial = ProjectSettingsForm.initial_for(access.project)
+    if request.method != "POST":
+        return render(
+            request, "memories/settings.html", _settings_context(access, ProjectSettingsForm(initial=initial))
+        )
+    form = ProjectSettingsForm(request.POST, initial=initial)
+    if form.is_valid():
+        try:
+            services.project_settings_update(project=access.project, changes=form.cleaned_data)
+            return done(request, "Settings saved.", back=reverse("memories:settings", args=[access.project.slug]))
+        except DomainError as error:
+            form.add_error(None, error.message)
+    return render(request, "memories/settings.html", _settings_context(access, form), status=422)
+
+
+def _members_context(access: Access, **extra: Any) -> dict[str, Any]:
+    members = ui_selectors.team_members(project=access.project)
+    return page_context(access, members=members, add_form=MemberAddForm(), roles=Role.choices, nav="members", **extra)
+
+
+@project_view(Role.VIEWER, write=Role.ADMIN)
+def members(request: HttpRequest, access: Access) -> HttpResponse:
+    """The team's members; admins add people by username with a role."""
+    if request.method != "POST":
+        return render(request, "memories/members.html", _members_context(access))
+    form = MemberAddForm(request.POST)
+    if form.is_valid():
+        try:
+            services.membership_add(team=access.project.team, **form.cleaned_data)
+            back = reverse("memories:members", args=[access.project.slug])
+            return done(request, f"{form.cleaned_data['username']} added.", back=back)
+        except DomainError as error:
+            form.add_error("username" if error.code == "unknown_user" else None, error.message)
+    return render(request, "memories/members.html", _members_context(access, add_form=form), status=422)
+
+
+@project_view(Role.ADMIN)
+@require_POST
+def member_change(request: HttpRequest, access: Access, membership_id: int, action: str) -> HttpResponse:
+    """Set a member's role, or remove them from the team."""
+    if action not in ("role", "remove"):
+        raise Http404("no such action")
+    membership = ui_selectors.membership_in_team(project=access.project, membership_id=membership_id)
+    back = reverse("memories:members", args=[access.project.slug])
+    name = membership.user.get_username()
+    try:
+        if action == "remove":
+            services.membership_remove(membership=membership)
+            return done(request, f"{name} removed.", back=back)
+        form = MemberRoleForm(request.POST)
+        if not form.is_valid():
+            return refuse(request, "Choose a role.", back=back, status=422)
+        services.membership_set_role(membership=membership, role=form.cleaned_data["role"])
+    except DomainError as error:
+        return refuse(request, error, back=back)
+    return done(request, f"{name} is now {form.cleaned_data['role']}.", back=back)

@@ -1,0 +1,16 @@
+"""The signed-in person's start page: their teams and those teams' projects."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from memories import ui_selectors
+
+
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    """Teams the person belongs to, each with its projects and the person's role."""
+    memberships = ui_selectors.memberships_for(user=request.user)  # type: ignore[arg-type]
+    return render(request, "memories/home.html", {"memberships": memberships})

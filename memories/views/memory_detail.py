@@ -1,0 +1,179 @@
+"""One memory's page: fields, inline edit, history with diffs, supersede chain, links,
+and the status actions (approve, archive, delete, restore) that rows share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from memories import selectors, services, ui_selectors
+from memories.forms import LinkForm, MemoryFieldsForm
+from memories.models import Memory, Role
+from memories.views.access import Access, done, is_htmx, next_url, page_context, project_view, refuse
+from memories.views.diffing import revision_view
+from memoryhub.errors import DomainError
+
+TEMPLATE = "memories/memory.html"
+STATUS_ACTIONS = {
+    "approve": services.memory_approve,
+    "archive": services.memory_archive,
+    "delete": services.memory_delete,
+    "restore": services.memory_restore,
+}
+
+
+def memory_url(memory: Memory) -> str:
+    return reverse("memories:memory", args=[memory.project.slug, memory.pk])
+
+
+def fields_form(memory: Memory, data: Any = None) -> MemoryFieldsForm:
+    initial = {name: getattr(memory, name) for name in ("content", "kind", "category", "importance")}
+    return MemoryFieldsForm(data, initial=initial, project=memory.project)
+
+
+def detail_context(access: Access, memory: Memory, **overrides: Any) -> dict[str, Any]:
+    """Everything the page shows; ``overrides`` carry a bound form with errors or the edit mode."""
+    candidates = ui_selectors.link_candidates(memory=memory)
+    revisions = [revision_view(r) for r in memory.revisions.order_by("-created_at", "-id")]
+    context = page_context(
+        access,
+        memory=memory,
+        revisions=revisions,
+        chain=selectors.supersede_chain(memory=memory, user_id=memory.user_id),
+        links=ui_selectors.memory_links(memory=memory),
+        link_form=LinkForm(candidates=candidates),
+        edit_form=fields_form(memory),
+        supersede_form=fields_form(memory),
+        editing=False,
+        nav="memories",
+    )
+    return {**context, **overrides}
+
+
+def render_detail(request: HttpRequest, context: dict[str, Any], status: int = 200) -> HttpResponse:
+    template = f"{TEMPLATE}#detail" if is_htmx(request) else TEMPLATE
+    return render(request, template, context, status=status)
+
+
+@project_view()
+def memory_detail(request: HttpRequest, access: Access, memory_id: str) -> HttpResponse:
+    """A memory with its history, chain and links."""
+    memory = ui_selectors.memory_in_project(project=access.project, memory_id=memory_id)
+    return render_detail(request, detail_context(access, memory))
+
+
+@project_view(Role.REVIEWER)
+def memory_edit(request: HttpRequest, access: Access, memory_id: str) -> HttpResponse:
+    """GET: the page in edit mode. POST: save through memory_edit (writes a revision)."""
+    memory = ui_selectors.memory_in_project(project=access.project, memory_id=memory_id, with_deleted=False)
+    if request.method != "POST":
+        return render_detail(request, detail_context(access, memory, editing=True))
+    form = fields_form(memory, request.POST)
+    if not form.is_valid():
+        return render_detail(request, detail_context(access, memory, editing=True, edit_form=form), status=422)
+    try:
+        services.memory_edit(
+            memory=memory, changes=form.changes(), actor=access.actor, reason=form.cleaned_data["reason"]
+        )
+    except DomainError as error:
+        form.add_error(None, error.message)
+        return render_detail(request, detail_context(access, memory, editing=True, edit_form=form), status=422)
+    memory = ui_selectors.memory_in_project(project=access.project, memory_id=memory_id)
+    if not is_htmx(request):
+        return done(request, "Saved.", back=memory_url(memory))
+    return render_detail(request, detail_context(access, memory, notice="Saved."))
+
+
+@project_view(Role.REVIEWER)
+@require_POST
+def memory_supersede(request: HttpRequest, access: Access, memory_id: str) -> HttpResponse:
+    """Write a successor with the form's fields; the memory becomes superseded."""
+    memory = ui_selectors.memory_in_project(project=access.project, memory_id=memory_id, with_deleted=False)
+    form = fields_form(memory, request.POST)
+    if not form.is_valid():
+        return render_detail(request, detail_context(access, memory, supersede_form=form), status=422)
+    draft = services.MemoryDraft(
+        user_id=memory.user_id, scope=memory.scope, metadata=dict(memory.metadata), **form.changes()
+    )
+    try:
+        successor = services.memory_supersede(
+            memory=memory, draft=draft, actor=access.actor, reason=form.cleaned_data["reason"]
+        )
+    except DomainError as error:
+        return refuse(request, error, back=memory_url(memory))
+    successor.project = access.project
+    if is_htmx(request):
+        return HttpResponseClientRedirect(memory_url(successor))
+    return done(request, f"Version {successor.version} written.", back=memory_url(successor))
+
+
+def _status_response(request: HttpRequest, access: Access, memory: Memory, text: str) -> HttpResponse:
+    """Answer in the shape the caller asked for: a list row, the detail region, or a redirect."""
+    view = request.POST.get("view", "")
+    if not is_htmx(request):
+        return done(request, text, back=next_url(request, memory_url(memory)))
+    if view == "row":
+        return render(
+            request, "memories/list.html#row", page_context(access, memory=memory, here=request.POST.get("next", ""))
+        )
+    return render_detail(request, detail_context(access, memory, notice=text))
+
+
+@project_view(Role.REVIEWER)
+@require_POST
+def memory_status(request: HttpRequest, access: Access, memory_id: str, action: str) -> HttpResponse:
+    """Approve, archive, delete or restore one memory."""
+    if action not in STATUS_ACTIONS:
+        raise Http404("no such action")
+    memory = ui_selectors.memory_in_project(project=access.project, memory_id=memory_id)
+    service = STATUS_ACTIONS[action]
+    try:
+        service(memory=memory, actor=access.actor, reason=request.POST.get("reason", "")[:500])
+    except DomainError as error:
+        return refuse(request, error, back=next_url(request, memory_url(memory)))
+    memory = ui_selectors.memory_in_project(project=access.project, memory_id=memory_id)
+    verb = {"approve": "Approved", "archive": "Archived", "delete": "Deleted", "restore": "Restored"}[action]
+    return _status_response(request, access, memory, f"{verb}.")
+
+
+@project_view(Role.REVIEWER)
+@require_POST
+def link_add(request: HttpRequest, access: Access, memory_id: str) -> HttpResponse:
+    """Link this memory to another one its end user can see."""
+    memory = ui_selectors.memory_in_project(project=access.project, memory_id=memory_id, with_deleted=False)
+    form = LinkForm(request.POST, candidates=ui_selectors.link_candidates(memory=memory))
+    if not form.is_valid():
+        return render_detail(request, detail_context(access, memory, link_form=form), status=422)
+    try:
+        target = selectors.memory_get_visible(
+            project=access.project, user_id=memory.user_id, memory_id=form.cleaned_data["target"]
+        )
+        services.edge_link(
+            source=memory, target=target, relationship=form.cleaned_data["relationship"], actor=access.actor
+        )
+    except DomainError as error:
+        return refuse(request, error, back=memory_url(memory))
+    if not is_htmx(request):
+        return done(request, "Linked.", back=memory_url(memory))
+    return render_detail(request, detail_context(access, memory, notice="Linked."))
+
+
+@project_view(Role.REVIEWER)
+@require_POST
+def link_remove(request: HttpRequest, access: Access, memory_id: str, edge_id: int) -> HttpResponse:
+    """Remove one link from or to this memory."""
+    memory = ui_selectors.memory_in_project(project=access.project, memory_id=memory_id)
+    edge = ui_selectors.edge_in_project(project=access.project, edge_id=edge_id)
+    if memory.pk not in (edge.from_memory_id, edge.to_memory_id):
+        return refuse(request, "That link does not belong to this memory.", back=memory_url(memory), status=404)
+    services.edge_unlink(
+        source=edge.from_memory, target=edge.to_memory, relationship=edge.relationship, actor=access.actor
+    )
+    if not is_htmx(request):
+        return done(request, "Link removed.", back=memory_url(memory))
+    return render_detail(request, detail_context(access, memory, notice="Link removed."))

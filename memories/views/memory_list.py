@@ -1,0 +1,91 @@
+"""The project's memory list: filters, sorting, in-place pagination, row and bulk actions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from memories import services, ui_selectors
+from memories.forms import BulkForm, MemoryFilterForm
+from memories.models import Memory, Role, Status
+from memories.views.access import Access, done, is_htmx, next_url, page_context, project_view, query_of, refuse
+from memoryhub.errors import DomainError
+
+PAGE_SIZE = 25
+TEMPLATE = "memories/list.html"
+
+
+def list_context(request: HttpRequest, access: Access, query: QueryDict) -> dict[str, Any]:
+    """Filters, the current page of rows, and the forms around them."""
+    form = MemoryFilterForm(query, project=access.project)
+    filters = form.filters()
+    queryset = ui_selectors.memories_for_project(project=access.project, filters=filters)
+    page = Paginator(queryset, PAGE_SIZE).get_page(query.get("page"))
+    list_url = reverse("memories:list", args=[access.project.slug])
+    return page_context(
+        access,
+        form=form,
+        filters=filters,
+        query=query,
+        page=page,
+        end_users=ui_selectors.end_users(project=access.project),
+        bulk_form=BulkForm(project=access.project),
+        here=f"{list_url}?{query.urlencode()}" if query else list_url,
+        nav="memories",
+    )
+
+
+@project_view()
+def memory_list(request: HttpRequest, access: Access) -> HttpResponse:
+    """Every end user's memories; htmx requests (filters, pages) get only the rows region."""
+    context = list_context(request, access, request.GET)
+    return render(request, f"{TEMPLATE}#rows" if is_htmx(request) else TEMPLATE, context)
+
+
+def _apply(access: Access, memory: Memory, action: str, category: str) -> bool:
+    """One bulk action on one memory; False when it does not apply (e.g. approving an active one)."""
+    actor = access.actor
+    if action == "approve":
+        if memory.status != Status.PENDING_REVIEW:
+            return False
+        services.memory_approve(memory=memory, actor=actor)
+    elif action == "archive":
+        if memory.status in (Status.ARCHIVED, Status.DELETED):
+            return False
+        services.memory_archive(memory=memory, actor=actor)
+    elif action == "delete":
+        if memory.status == Status.DELETED:
+            return False
+        services.memory_delete(memory=memory, actor=actor)
+    else:
+        services.memory_edit(memory=memory, changes={"category": category}, actor=actor, reason="bulk change")
+    return True
+
+
+@project_view(Role.REVIEWER)
+@require_POST
+def memory_bulk(request: HttpRequest, access: Access) -> HttpResponse:
+    """Approve, archive, delete or re-categorise the ticked memories, then show the list again."""
+    back = next_url(request, reverse("memories:list", args=[access.project.slug]))
+    form = BulkForm(request.POST, project=access.project)
+    if not form.is_valid():
+        return refuse(request, "Choose an action.", back=back, status=422)
+    memories = ui_selectors.memories_by_ids(project=access.project, ids=request.POST.getlist("ids"))
+    if not memories:
+        return refuse(request, "Tick at least one memory.", back=back, status=422)
+    changed = 0
+    try:
+        for memory in memories:
+            changed += _apply(access, memory, form.cleaned_data["action"], form.cleaned_data["category"])
+    except DomainError as error:
+        return refuse(request, error, back=back)
+    text = f"{form.cleaned_data['action'].capitalize()}: {changed} of {len(memories)} memories changed."
+    if not is_htmx(request):
+        return done(request, text, back=back)
+    context = list_context(request, access, QueryDict(query_of(back)))
+    return render(request, f"{TEMPLATE}#rows", {**context, "notice": text})

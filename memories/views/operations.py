@@ -1,0 +1,64 @@
+"""Operations pages: the project dashboard, capture jobs (with retry) and the retrieval log."""
+
+from __future__ import annotations
+
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from capture.models import JobStatus
+from memories import services, ui_selectors
+from memories.models import Role
+from memories.views.access import Access, done, is_htmx, next_url, page_context, project_view, refuse
+from memoryhub.errors import DomainError
+
+PAGE_SIZE = 50
+CHART_POINTS = 200
+
+
+@project_view()
+def dashboard(request: HttpRequest, access: Access) -> HttpResponse:
+    """Counts by status and category, captures and retrievals per day, retrieval latency."""
+    stats = ui_selectors.dashboard(project=access.project)
+    return render(request, "memories/dashboard.html", page_context(access, stats=stats, nav="dashboard"))
+
+
+@project_view()
+def capture_jobs(request: HttpRequest, access: Access) -> HttpResponse:
+    """Capture jobs newest first, filterable by status; failed ones can be retried."""
+    status = request.GET.get("status", "")
+    status = status if status in JobStatus.values else ""
+    queryset = ui_selectors.capture_jobs(project=access.project, status=status)
+    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    context = page_context(access, page=page, status=status, statuses=JobStatus.choices, nav="captures")
+    template = "memories/captures.html#jobs" if is_htmx(request) else "memories/captures.html"
+    return render(request, template, context)
+
+
+@project_view(Role.REVIEWER)
+@require_POST
+def capture_retry(request: HttpRequest, access: Access, job_id: str) -> HttpResponse:
+    """Put a failed job back in the queue."""
+    job = ui_selectors.capture_job_in_project(project=access.project, job_id=job_id)
+    back = next_url(request, reverse("memories:captures", args=[access.project.slug]))
+    try:
+        job = services.capture_job_retry(job_id=job.pk)
+    except DomainError as error:
+        return refuse(request, error, back=back)
+    if not is_htmx(request):
+        return done(request, "Queued again.", back=back)
+    return render(request, "memories/captures.html#job", page_context(access, job=job, here=back))
+
+
+@project_view()
+def retrieval_log(request: HttpRequest, access: Access) -> HttpResponse:
+    """Recent retrieve calls with their latency, and a chart of the latest ones."""
+    queryset = ui_selectors.retrieval_logs(project=access.project)
+    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    if is_htmx(request):
+        return render(request, "memories/retrievals.html#logs", page_context(access, page=page))
+    recent = list(queryset.values("created_at", "latency_ms", "cached")[:CHART_POINTS])[::-1]
+    context = page_context(access, page=page, recent=recent, nav="retrievals")
+    return render(request, "memories/retrievals.html", context)

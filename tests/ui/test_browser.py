@@ -1,0 +1,113 @@
+"""The main curation flows end to end in Chromium, against a live server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.test import Client
+
+from memories import services
+from memories.models import Memory, MemoryRevision, Status
+from tests.ui.conftest import PASSWORD
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def sign_in(page: Any, live_server: Any, user: Any) -> None:
+    """Sign in without the form (the sign-in test covers the form): reuse a Django session."""
+    client = Client()
+    client.force_login(user)
+    cookie = client.cookies[settings.SESSION_COOKIE_NAME].value
+    page.context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": cookie, "url": live_server.url}])
+
+
+def test_a_person_signs_in_and_sees_their_project(page, live_server, person, project):
+    person("viewer")
+    page.goto(f"{live_server.url}/p/{project.slug}/memories/")
+    assert "/accounts/login/" in page.url
+    page.fill("#id_username", "viewer-person")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"**/p/{project.slug}/memories/")
+    assert page.locator("h1").inner_text() == "Memories"
+
+
+def test_a_reviewer_approves_from_the_queue_with_the_keyboard(page, live_server, person, project, memory_factory):
+    first = memory_factory("The user prefers dark mode.", status=Status.PENDING_REVIEW)
+    memory_factory("The user likes small pull requests.", status=Status.PENDING_REVIEW)
+    sign_in(page, live_server, person("reviewer"))
+    page.goto(f"{live_server.url}/p/{project.slug}/review/")
+    page.keyboard.press("j")
+    page.keyboard.press("a")
+    page.locator(f"#card-{first.pk}").wait_for(state="detached")
+    assert page.locator("#pending-count").inner_text() == "1"
+    assert Memory.objects.get(pk=first.pk).status == Status.ACTIVE
+    # The reviewer keeps their place: the next card has the focus.
+    assert page.evaluate("document.activeElement.classList.contains('review-card')")
+
+
+def test_a_reviewer_edits_inline_and_sees_the_revision(page, live_server, person, project, memory_factory):
+    memory = memory_factory("The user likes black tea.")
+    sign_in(page, live_server, person("reviewer"))
+    page.goto(f"{live_server.url}/p/{project.slug}/memories/{memory.pk}/")
+    page.click("#edit-link")
+    page.fill("#id_edit_content", "The user likes green tea.")
+    page.fill("#id_edit_reason", "they said so")
+    page.click("#detail button[type=submit]")
+    page.locator("#history ins", has_text="green").wait_for()
+    assert page.locator("#memory-content").inner_text() == "The user likes green tea."
+    assert page.locator("#history del").first.inner_text() == "black"
+    assert MemoryRevision.objects.filter(memory=memory, action="edit", reason="they said so").exists()
+
+
+def test_a_reviewer_supersedes_and_sees_the_chain(page, live_server, person, project, memory_factory):
+    memory = memory_factory("The user uses Neovim.")
+    sign_in(page, live_server, person("reviewer"))
+    page.goto(f"{live_server.url}/p/{project.slug}/memories/{memory.pk}/")
+    page.click("#supersede summary")
+    page.fill("#id_supersede_content", "The user switched to Helix.")
+    page.click("#supersede button[type=submit]")
+    successor = _wait_for_successor(page, memory)
+    page.wait_for_url(f"**/memories/{successor.pk}/")
+    items = page.locator("#chain li")
+    assert items.count() == 2
+    assert "The user uses Neovim." in items.nth(0).inner_text() and "superseded" in items.nth(0).inner_text()
+    assert "The user switched to Helix." in items.nth(1).inner_text()
+
+
+def _wait_for_successor(page: Any, memory: Memory) -> Memory:
+    page.wait_for_function("(old) => location.pathname.indexOf(old) < 0", arg=str(memory.pk))
+    return Memory.objects.get(supersedes=memory)
+
+
+def test_the_graph_draws_a_node_per_memory(page, live_server, person, project, memory_factory):
+    made = [memory_factory(f"Graph memory {i}.", category="user-facts") for i in range(12)]
+    services.edge_link(source=made[0], target=made[1], relationship="refines", actor="t")
+    services.memory_supersede(memory=made[2], draft=services.MemoryDraft(user_id="alice", content="New."), actor="t")
+    sign_in(page, live_server, person("viewer"))
+    page.goto(f"{live_server.url}/p/{project.slug}/graph/?user=alice")
+    page.locator("#graph circle").nth(12).wait_for()
+    assert page.locator("#graph circle").count() == 13
+    assert page.locator("#graph line.edge").count() == 2
+    assert page.locator("#graph .faded").count() == 1
+
+
+def test_a_viewer_has_no_edit_control_and_a_direct_post_is_refused(page, live_server, person, project, memory_factory):
+    memory = memory_factory("Viewers cannot change me.")
+    sign_in(page, live_server, person("viewer"))
+    page.goto(f"{live_server.url}/p/{project.slug}/memories/{memory.pk}/")
+    assert page.locator("#edit-link").count() == 0
+    assert page.locator("#memory-actions").count() == 0
+    status = page.evaluate(
+        """async (url) => {
+            const headers = JSON.parse(document.body.getAttribute('hx-headers'));
+            const body = new URLSearchParams({content: 'pwned', kind: 'fact', category: '', importance: '0.5'});
+            const response = await fetch(url, {method: 'POST', headers, body});
+            return response.status;
+        }""",
+        f"/p/{project.slug}/memories/{memory.pk}/edit/",
+    )
+    assert status == 403
+    assert Memory.objects.get(pk=memory.pk).content == "Viewers cannot change me."
