@@ -173,7 +173,8 @@ class Memory(models.Model):
                 name="memory_embedding_backlog",
                 condition=~Q(embedding_status="ready"),
             ),
-            GinIndex(fields=["search"], name="memory_search_gin"),
+            # btree_gin: the full-text match reads only the caller's rows, not the project's.
+            GinIndex(fields=["project", "user_id", "search"], name="memory_user_search_gin"),
         ]
         constraints = [
             models.CheckConstraint(

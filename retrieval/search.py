@@ -3,9 +3,9 @@ SQL statement kept here (STYLE.md: "search is one reviewable query").
 
 Visibility is part of the statement: the user's ``user``-scope memories and the
 project's ``project``-scope ones, with the wanted statuses, not expired. Vector search
-is an exact scan over those rows (every query vector scored in the same pass), not an
-HNSW walk: with a per-user filter HNSW silently returns too few rows, and an exact
-scan of one user's ~10k rows is both complete and fast (see DECISIONS.md).
+walks the active model's partial HNSW index with pgvector's iterative scan, so a
+per-user filter still yields enough rows (plain HNSW + WHERE silently returns too few);
+``bench_retrieve`` checks its top 10 against an exact search (see DECISIONS.md).
 """
 
 from __future__ import annotations
@@ -45,9 +45,11 @@ keyword_query AS (
         SELECT quote_literal(lexeme) FROM query_lexemes, unnest(lexemes) AS lexeme
     ), ' | '), '')::tsquery AS q
 ),
+-- ts_rank, not ts_rank_cd: on an OR query cover density costs ~2x more per matching row
+-- and ranked worse on LoCoMo (DECISIONS.md).
 keyword AS (
-    SELECT m.id, ts_rank_cd(m.search, kq.q) AS kw_score,
-           row_number() OVER (ORDER BY ts_rank_cd(m.search, kq.q) DESC, m.id) AS kw_rank
+    SELECT m.id, ts_rank(m.search, kq.q) AS kw_score,
+           row_number() OVER (ORDER BY ts_rank(m.search, kq.q) DESC, m.id) AS kw_rank
     FROM memories_memory m, keyword_query kq
     WHERE kq.q IS NOT NULL AND m.search @@ kq.q AND {_VISIBLE}
     ORDER BY kw_score DESC, m.id
