@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -266,10 +267,56 @@ def memory_delete(*, memory: Memory, actor: str, reason: str = "") -> Memory:
 
 
 def memory_approve(*, memory: Memory, actor: str, reason: str = "") -> Memory:
-    """Approve a memory waiting for review: it becomes active (and retrievable)."""
+    """Approve a memory waiting for review: it becomes active (and retrievable).
+
+    When capture proposed it as the successor of another memory
+    (``metadata.proposed_supersedes``), approval completes that supersede if the old memory
+    is still the active head of its chain, with the same owner and scope; otherwise the
+    memory is approved on its own.
+    """
     if memory.status != Status.PENDING_REVIEW:
         raise Conflict("only memories waiting for review can be approved", code="not_pending_review")
-    return _set_status(memory, status=Status.ACTIVE, action="approve", actor=actor, reason=reason)
+    proposed = (memory.metadata or {}).get("proposed_supersedes")
+    if not proposed:
+        return _set_status(memory, status=Status.ACTIVE, action="approve", actor=actor, reason=reason)
+    try:
+        with transaction.atomic(durable=True):
+            new = Memory.objects.select_for_update().get(pk=memory.pk)
+            if new.status != Status.PENDING_REVIEW:
+                raise Conflict("only memories waiting for review can be approved", code="not_pending_review")
+            old = _proposed_predecessor(new, proposed)
+            before = snapshot(new)
+            new.status = Status.ACTIVE
+            if old is not None:
+                old_before = snapshot(old)
+                old.status = Status.SUPERSEDED
+                old.save(update_fields=["status", "updated_at"])
+                _revision(old, action="superseded", before=old_before, actor=actor, reason=reason)
+                new.supersedes, new.version = old, old.version + 1
+                MemoryEdge.objects.create(
+                    project=new.project,
+                    from_memory=new,
+                    to_memory=old,
+                    relationship=Relationship.SUPERSEDES,
+                    created_by=actor,
+                )
+            new.save(update_fields=["status", "supersedes", "version", "updated_at"])
+            _revision(new, action="approve", before=before, actor=actor, reason=reason)
+    except IntegrityError as error:  # a concurrent supersede of the same memory won the race
+        message = "the memory it would supersede has already been superseded"
+        raise Conflict(message, code="already_superseded") from error
+    return new
+
+
+def _proposed_predecessor(memory: Memory, proposed: Any) -> Memory | None:
+    """The active memory ``memory`` may supersede on approval, locked; None if it no longer can."""
+    try:
+        old = Memory.objects.select_for_update().get(pk=str(proposed), project_id=memory.project_id)
+    except (Memory.DoesNotExist, ValueError, ValidationError):
+        return None
+    same_owner = old.scope == memory.scope and (old.scope == Scope.PROJECT or old.user_id == memory.user_id)
+    has_successor = Memory.objects.filter(supersedes=old).exists()
+    return old if same_owner and old.status == Status.ACTIVE and not has_successor else None
 
 
 def memory_restore(*, memory: Memory, actor: str, reason: str = "") -> Memory:

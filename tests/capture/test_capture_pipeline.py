@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -13,6 +14,7 @@ from capture import services
 from capture.models import CaptureJob
 from capture.pipeline import Outcome, extract, run_job
 from capture.selectors import NearDuplicateFinder
+from memories import services as memory_services
 from memories.models import Memory, MemoryEdge, MemoryRevision, Project
 
 pytestmark = pytest.mark.django_db
@@ -204,6 +206,36 @@ def test_under_the_review_policy_a_supersede_is_only_proposed(api, llm, make_mem
     new = Memory.objects.get(pk=job.memory_ids[0])
     assert (new.status, new.supersedes_id, new.metadata["proposed_supersedes"]) == ("pending_review", None, old["id"])
     assert Memory.objects.get(pk=old["id"]).status == "active"
+
+
+def _propose_successor(api: Any, llm: Any, old_id: str, content: str = "The user now prefers tabs.") -> Memory:
+    Project.objects.filter(pk=api.project.pk).update(capture_policy="review")
+    llm.script_chat(reply(item(content, supersedes=old_id)))
+    job = submit(api)
+    run(job)
+    return Memory.objects.get(pk=job.memory_ids[0])
+
+
+def test_approving_a_proposed_successor_completes_the_supersede(api, llm, make_memory):
+    old = make_memory(content="Alice prefers spaces.")
+    new = memory_services.memory_approve(memory=_propose_successor(api, llm, old["id"]), actor="user:rita")
+    new.refresh_from_db()
+    assert (new.status, str(new.supersedes_id), new.version) == ("active", old["id"], 2)
+    assert Memory.objects.get(pk=old["id"]).status == "superseded"
+    assert MemoryEdge.objects.filter(from_memory=new, to_memory_id=old["id"], relationship="supersedes").exists()
+    assert new.revisions.order_by("-created_at", "-id").values_list("action", "actor")[0] == ("approve", "user:rita")
+
+
+def test_a_proposed_successor_whose_predecessor_moved_on_is_approved_alone(api, llm, make_memory):
+    old = make_memory(content="Alice prefers spaces.")
+    proposed = _propose_successor(api, llm, old["id"])
+    successor = {"user_id": "alice", "content": "Alice prefers two-space indents."}
+    moved = api.post(f"/memories/{old['id']}/supersede", successor)
+    assert moved.status_code == 201, moved.content
+    new = memory_services.memory_approve(memory=proposed, actor="user:rita")
+    new.refresh_from_db()
+    assert (new.status, new.supersedes_id, new.version) == ("active", None, 1)
+    assert Memory.objects.filter(supersedes_id=old["id"]).count() == 1  # only the API's successor
 
 
 def test_under_the_confidence_policy_only_confident_items_are_active(api, llm):
