@@ -226,23 +226,22 @@ def memory_supersede(*, memory: Memory, draft: MemoryDraft, actor: str, reason: 
                 supersedes=old,
             )
             new.save()
-            before = snapshot(old)
-            old.status = Status.SUPERSEDED
-            old.save(update_fields=["status", "updated_at"])
-            _revision(old, action="superseded", before=before, actor=actor, reason=reason)
+            _retire(old, successor=new, actor=actor, reason=reason)
             _revision(new, action="create", before={}, actor=actor, reason=reason)
-            MemoryEdge.objects.create(
-                project=old.project,
-                from_memory=new,
-                to_memory=old,
-                relationship=Relationship.SUPERSEDES,
-                created_by=actor,
-            )
             _link_related(new, draft.related, actor=actor)
     except IntegrityError as error:  # a concurrent supersede won the race
         raise Conflict("this memory has already been superseded", code="already_superseded") from error
     _notify_content_change([new], inline=True)
     return new
+
+
+def _retire(old: Memory, *, successor: Memory, actor: str, reason: str) -> None:
+    """Mark ``old`` superseded by ``successor`` (saved, with ``supersedes`` set): revision and edge."""
+    before = snapshot(old)
+    old.status = Status.SUPERSEDED
+    old.save(update_fields=["status", "updated_at"])
+    _revision(old, action="superseded", before=before, actor=actor, reason=reason)
+    _create_edge(successor, old, relationship=Relationship.SUPERSEDES, actor=actor)
 
 
 def _set_status(memory: Memory, *, status: str, action: str, actor: str, reason: str = "") -> Memory:
@@ -288,19 +287,10 @@ def memory_approve(*, memory: Memory, actor: str, reason: str = "") -> Memory:
             before = snapshot(new)
             new.status = Status.ACTIVE
             if old is not None:
-                old_before = snapshot(old)
-                old.status = Status.SUPERSEDED
-                old.save(update_fields=["status", "updated_at"])
-                _revision(old, action="superseded", before=old_before, actor=actor, reason=reason)
                 new.supersedes, new.version = old, old.version + 1
-                MemoryEdge.objects.create(
-                    project=new.project,
-                    from_memory=new,
-                    to_memory=old,
-                    relationship=Relationship.SUPERSEDES,
-                    created_by=actor,
-                )
             new.save(update_fields=["status", "supersedes", "version", "updated_at"])
+            if old is not None:
+                _retire(old, successor=new, actor=actor, reason=reason)
             _revision(new, action="approve", before=before, actor=actor, reason=reason)
     except IntegrityError as error:  # a concurrent supersede of the same memory won the race
         message = "the memory it would supersede has already been superseded"

@@ -137,7 +137,8 @@ def relevance(
     """Calibrated relevance in [0, 1] of one candidate (see the module docstring for the model).
 
     ``cosine`` is the best cosine similarity between the memory and the query or any
-    hypothesis; ``keyword_rank_score`` is the full-text rank (``ts_rank``); ``fused`` the RRF
+    hypothesis; ``keyword_rank_score`` the share of query words the memory contains
+    (search.py's coverage); ``fused`` the RRF
     score. Non-decreasing in every argument (None counts as ``params.missing_cosine``).
     """
     row = features(

@@ -31,14 +31,13 @@ from retrieval.hyde import build_hyde_messages, parse_hypotheses
 from retrieval.llm import LLMError, complete, llm_configured
 from retrieval.models import RetrievalLog
 from retrieval.packing import PackItem, pack
-from retrieval.search import Candidate, SearchParams, hybrid_search
+from retrieval.search import Candidate, SearchParams, hybrid_search, set_search_settings
 
 log = logging.getLogger(__name__)
 
 GRAPH_DECAY = 0.85  # a neighbour scores below the memory that led to it
 HYDE_COSINE_DISCOUNT = 0.08
 CONTEXT_MESSAGES = 3
-HNSW_EF_SEARCH = 400  # hypotheses read like memories, so their cosines run high
 
 
 @dataclass
@@ -216,15 +215,7 @@ def search(
     with transaction.atomic():
         budget_ms = int(float(getattr(settings, "MEMORYHUB_RETRIEVE_BUDGET_S", 2.0)) * 1000)
         with connection.cursor() as cursor:
-            # One round trip for the transaction's settings. Filtered HNSW: keep walking the
-            # graph until enough of this user's rows are found (pgvector 0.8 iterative scan);
-            # ef_search measured by bench_retrieve's recall check.
-            cursor.execute(
-                "SELECT set_config('statement_timeout', %s, true),"
-                " set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-                " set_config('hnsw.ef_search', %s, true)",
-                [str(budget_ms), str(HNSW_EF_SEARCH)],
-            )
+            set_search_settings(cursor, timeout_ms=budget_ms)
         trace.candidates = hybrid_search(params)
     trace.timed("search", started)
     return trace.candidates

@@ -32,6 +32,7 @@ from memories import services
 from memories.models import Embedding, EmbeddingStatus, Memory, Project
 from retrieval.embedders import LOCAL_MODEL_NAME, embedder_for_model
 from retrieval.embedding import embed_texts
+from retrieval.search import HNSW_EF_SEARCH, set_search_settings
 from retrieval.synthetic import synthetic_sentences
 
 USERS = 10
@@ -90,8 +91,6 @@ def vector_recall(project: Project, queries: int = 200) -> dict[str, Any]:
     Tie-aware: a row counts when its distance is within the exact 10th distance (the
     synthetic corpus repeats sentences, so equal distances are common).
     """
-    from retrieval.engine import HNSW_EF_SEARCH
-
     texts = [s.split(" (note")[0] + "?" for s in synthetic_sentences(queries, seed=5, tag="r")]
     vectors = embed_texts(texts, embedder=embedder_for_model(LOCAL_MODEL_NAME))
     matches, timings = 0, []
@@ -103,8 +102,7 @@ def vector_recall(project: Project, queries: int = 200) -> dict[str, Any]:
             "user": f"user-{i % USERS}",
         }
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            cursor.execute("SET LOCAL hnsw.ef_search = %s", [HNSW_EF_SEARCH])
+            set_search_settings(cursor)  # the engine's own settings
             started = time.perf_counter()
             cursor.execute(HNSW_TOP10, params)
             timings.append((time.perf_counter() - started) * 1000)
