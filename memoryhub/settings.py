@@ -111,10 +111,15 @@ MEMORYHUB_LLM_MODEL = os.environ.get("MEMORYHUB_LLM_MODEL", "gpt-4o-mini")
 MEMORYHUB_HYDE_MODEL = os.environ.get("MEMORYHUB_HYDE_MODEL", "") or MEMORYHUB_LLM_MODEL
 
 # --- Retrieval ------------------------------------------------------------------------
-MEMORYHUB_MIN_SCORE = float(os.environ.get("MEMORYHUB_MIN_SCORE", "0.1"))
+MEMORYHUB_MIN_SCORE = float(os.environ.get("MEMORYHUB_MIN_SCORE", "0.025"))
 MEMORYHUB_RETRIEVE_BUDGET_S = float(os.environ.get("MEMORYHUB_RETRIEVE_BUDGET_S", "2.0"))
 MEMORYHUB_HYDE_TIMEOUT_S = float(os.environ.get("MEMORYHUB_HYDE_TIMEOUT_S", "1.2"))
 MEMORYHUB_HYDE_N = int(os.environ.get("MEMORYHUB_HYDE_N", "3"))
+# Full text skips query words found in more than this share of the memories a user can see
+# (an IDF-style cut: such words rank nothing and cost a row check each), for groups of at
+# least MIN_ROWS memories; beat refreshes the counts (retrieval/keyword_stats.py).
+MEMORYHUB_KEYWORD_MAX_SHARE = float(os.environ.get("MEMORYHUB_KEYWORD_MAX_SHARE", "0.1"))
+MEMORYHUB_KEYWORD_STATS_MIN_ROWS = env_int("MEMORYHUB_KEYWORD_STATS_MIN_ROWS", 100)
 
 # --- API limits ----------------------------------------------------------------------
 MEMORYHUB_MAX_CONTENT_CHARS = env_int("MEMORYHUB_MAX_CONTENT_CHARS", 8000)
@@ -164,4 +169,5 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-embeddings": {"task": "capture.tasks.sweep_embeddings", "schedule": 60.0},
     "sweep-capture-jobs": {"task": "capture.tasks.sweep_capture_jobs", "schedule": 30.0},
     "sweep-message-embeddings": {"task": "capture.tasks.sweep_message_embeddings", "schedule": 120.0},
+    "refresh-keyword-stats": {"task": "retrieval.tasks.refresh_keyword_stats_task", "schedule": 600.0},
 }

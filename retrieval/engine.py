@@ -68,6 +68,7 @@ class Trace:
     scores: dict[str, float] = field(default_factory=dict)
     graph_paths: dict[str, tuple[str, str]] = field(default_factory=dict)
     excluded_ids: list[str] = field(default_factory=list)
+    skipped_words: list[str] = field(default_factory=list)
     query: str = ""
 
     def timed(self, stage: str, started: float) -> None:
@@ -124,8 +125,11 @@ def _run(project: Project, request: RetrieveRequest, trace: Trace, started: floa
     if request.min_score is not None:
         threshold = request.min_score
     scored = score(candidates, params=params, threshold=threshold, trace=trace)
-    memories = load_memories(project, request.user_id, [memory_id for memory_id, _ in scored])
-    ranked = [(memories[mid], s) for mid, s in scored if mid in memories][: request.limit]
+    # Only the ones that will be returned: loading every candidate above the cut (60 and
+    # more on a large corpus) with its relations cost ~10 ms per call.
+    top = scored[: request.limit]
+    memories = load_memories(project, request.user_id, [memory_id for memory_id, _ in top])
+    ranked = [(memories[mid], s) for mid, s in top if mid in memories]
     ranked = expand_graph(project, request, ranked, trace=trace)
     chains = supersede_chains([m for m, _ in ranked], user_id=request.user_id)
     return build_body(ranked, chains, request=request, project=project, trace=trace)
@@ -211,12 +215,14 @@ def search(
         kinds=request.kinds,
         categories=request.categories,
         depth=max(50, request.limit * 3),
+        max_keyword_share=float(settings.MEMORYHUB_KEYWORD_MAX_SHARE),
     )
     with transaction.atomic():
         budget_ms = int(float(getattr(settings, "MEMORYHUB_RETRIEVE_BUDGET_S", 2.0)) * 1000)
         with connection.cursor() as cursor:
             set_search_settings(cursor, timeout_ms=budget_ms)
-        trace.candidates = hybrid_search(params)
+        result = hybrid_search(params)
+    trace.candidates, trace.skipped_words = result.candidates, result.skipped_words
     trace.timed("search", started)
     return trace.candidates
 

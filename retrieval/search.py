@@ -40,18 +40,30 @@ HYBRID_SQL = f"""
 WITH query_lexemes AS (
     SELECT tsvector_to_array(to_tsvector('english', %(query)s)) AS lexemes
 ),
+-- Share of the memories the caller can see that contain each query word, from the word
+-- statistics of the (large) groups they belong to (keyword_stats.py); NULL when unknown.
+lexeme_share AS (
+    SELECT w.lexeme, coalesce(sum(cl.docs), 0)::float / nullif(sum(ks.rows), 0) AS share
+    FROM query_lexemes, unnest(lexemes) AS w(lexeme)
+    LEFT JOIN retrieval_keywordstats ks ON ks.project_id = %(project)s AND ks.owner IN (%(user)s, '')
+    LEFT JOIN retrieval_commonlexeme cl ON cl.stats_id = ks.id AND cl.lexeme = w.lexeme
+    GROUP BY w.lexeme
+),
 keyword_query AS (
     -- OR of the query's lexemes: websearch/plainto would AND them, and a question
-    -- rarely shares every word with the memory that answers it.
+    -- rarely shares every word with the memory that answers it. Words more common than
+    -- max_share are left out: without IDF they rank nothing, and each matching row costs.
     SELECT NULLIF(array_to_string(ARRAY(
-        SELECT quote_literal(lexeme) FROM query_lexemes, unnest(lexemes) AS lexeme
+        SELECT quote_literal(lexeme) FROM lexeme_share
+        WHERE share IS NULL OR share <= %(max_share)s ORDER BY lexeme
     ), ' | '), '')::tsquery AS q
 ),
 -- ts_rank, not ts_rank_cd: on an OR query cover density costs ~2x more per matching row
--- and ranked worse on LoCoMo (DECISIONS.md).
+-- and ranked worse on LoCoMo (DECISIONS.md). Ties share a rank (here and for vectors):
+-- breaking them by id, a random UUID, made fused scores differ from one load to the next.
 keyword AS (
     SELECT m.id, ts_rank(m.search, kq.q) AS kw_score,
-           row_number() OVER (ORDER BY ts_rank(m.search, kq.q) DESC, m.id) AS kw_rank
+           rank() OVER (ORDER BY ts_rank(m.search, kq.q) DESC) AS kw_rank
     FROM memories_memory m, keyword_query kq
     WHERE kq.q IS NOT NULL AND m.search @@ kq.q AND {_VISIBLE}
     ORDER BY kw_score DESC, m.id
@@ -81,7 +93,7 @@ nearest AS (
     WHERE {_VISIBLE}
 ),
 ranked AS (
-    SELECT id, ord, d, row_number() OVER (PARTITION BY ord ORDER BY d, id) AS rank FROM nearest
+    SELECT id, ord, d, rank() OVER (PARTITION BY ord ORDER BY d) AS rank FROM nearest
 ),
 -- One row per memory with its best rank among the query vectors and among the
 -- hypotheses, and its vector RRF contribution (ranks beyond depth contribute nothing).
@@ -118,7 +130,8 @@ SELECT f.id::text, f.rrf, f.kw_rank, f.kw_score, f.vector_rank, f.hyde_rank,
            SELECT count(*) FILTER (WHERE mm.search @@ quote_literal(lexeme)::tsquery)::float
                   / greatest(cardinality(ql.lexemes), 1)
            FROM unnest(ql.lexemes) AS lexeme
-       ) END AS coverage
+       ) END AS coverage,
+       ARRAY(SELECT lexeme FROM lexeme_share WHERE share > %(max_share)s ORDER BY lexeme) AS skipped
 FROM fused f
 CROSS JOIN query_lexemes ql
 JOIN memories_memory mm ON mm.id = f.id
@@ -155,6 +168,8 @@ class SearchParams:
     kinds: Sequence[str] | None = None
     categories: Sequence[str] | None = None
     depth: int = 50
+    # Full text skips query words in more than this share of the visible memories (1.0: none).
+    max_keyword_share: float = 1.0
     keyword_weight: float = 1.0
     vector_weight: float = 1.0
     hyde_weight: float = 1.0
@@ -176,7 +191,14 @@ class Candidate:
     matched_by: list[str] = field(default_factory=list)
 
 
-def hybrid_search(params: SearchParams) -> list[Candidate]:
+@dataclass
+class SearchResult:
+    candidates: list[Candidate]
+    # Query words full text left out as too common (known only when something was found).
+    skipped_words: list[str] = field(default_factory=list)
+
+
+def hybrid_search(params: SearchParams) -> SearchResult:
     """Run the hybrid statement; candidates ordered by fused RRF score."""
     vectors = params.vectors if params.vectors is not None else np.zeros((0, 1), dtype=np.float32)
     dim = int(vectors.shape[1])
@@ -190,6 +212,7 @@ def hybrid_search(params: SearchParams) -> list[Candidate]:
         "kinds": list(params.kinds) if params.kinds else None,
         "categories": list(params.categories) if params.categories else None,
         "depth": params.depth,
+        "max_share": params.max_keyword_share,
         "keyword_weight": params.keyword_weight,
         "vector_weight": params.vector_weight,
         "hyde_weight": params.hyde_weight,
@@ -197,7 +220,10 @@ def hybrid_search(params: SearchParams) -> list[Candidate]:
     }
     with connection.cursor() as cursor:
         cursor.execute(HYBRID_SQL.format(dim=dim), sql_params)
-        return [_candidate(row) for row in cursor.fetchall()]
+        rows = cursor.fetchall()
+    return SearchResult(
+        candidates=[_candidate(row[:-1]) for row in rows], skipped_words=list(rows[0][-1]) if rows else []
+    )
 
 
 def _candidate(row: tuple[Any, ...]) -> Candidate:
@@ -228,4 +254,4 @@ def vector_search(*, project: Project, user_id: str, query: str, limit: int = 10
     model = active_model(project)
     vectors = embed_texts([query], embedder=embedder_for_model(model))
     params = SearchParams(project_id=project.pk, user_id=user_id, query="", model=model, vectors=vectors, depth=limit)
-    return model, hybrid_search(params)
+    return model, hybrid_search(params).candidates

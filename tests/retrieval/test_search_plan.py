@@ -20,6 +20,7 @@ def explain(project_id: int) -> str:
         "kinds": None,
         "categories": None,
         "depth": 50,
+        "max_share": 0.1,
         "keyword_weight": 1.0,
         "vector_weight": 1.0,
         "hyde_weight": 1.0,
@@ -38,4 +39,5 @@ def test_explain_reads_memories_and_vectors_only_through_indexes(make_memory, ap
     plan = explain(api.project.pk)
     assert "Seq Scan on memories_memory" not in plan
     assert "Seq Scan on memories_embedding" not in plan
+    assert "Seq Scan on retrieval_commonlexeme" not in plan
     assert plan.count("Index Scan") + plan.count("Bitmap Index Scan") >= 3

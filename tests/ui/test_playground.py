@@ -10,6 +10,7 @@ import pytest
 from memories import services
 from memories.models import Memory, Project
 from memories.views.playground import parse_conversation
+from retrieval.keyword_stats import refresh_keyword_stats
 from tests.ui.test_browser import sign_in
 
 DEPLOY = "Alice deploys the billing service with Kubernetes."
@@ -62,8 +63,20 @@ def test_a_viewer_sees_the_matching_memory_ranked_first_and_injected(client_as, 
 
 
 @pytest.mark.django_db
+def test_words_too_common_to_search_are_named(client_as, project, facts, settings):
+    # "Alice" is in every one of her memories: full text leaves it out and says so.
+    settings.MEMORYHUB_KEYWORD_STATS_MIN_ROWS, settings.MEMORYHUB_KEYWORD_MAX_SHARE = len(FACTS), 0.5
+    refresh_keyword_stats(project_id=project.pk)
+    response = ask(client_as("viewer"), project)
+    assert response.context["results"]["trace"].skipped_words == ["alic"]
+    assert response.context["results"]["rows"][0].memory.content == DEPLOY
+    assert 'id="skipped-words"' in response.content.decode()
+    assert "<code>alic</code>" in response.content.decode()
+
+
+@pytest.mark.django_db
 def test_a_memory_below_min_score_is_shown_but_not_injected(client_as, project, facts):
-    rows = ask(client_as("viewer"), project, min_score="0.5").context["results"]["rows"]
+    rows = ask(client_as("viewer"), project, min_score="0.2").context["results"]["rows"]
     peanuts = next(row for row in rows if row.memory.content == "Alice is allergic to peanuts.")
     assert (peanuts.passed, peanuts.outcome, peanuts.outcome_label) == (False, "below", "Below min_score")
 
@@ -81,7 +94,7 @@ def test_a_tight_token_budget_excludes_the_rest_by_budget(client_as, project, fa
 def test_a_graph_neighbour_shows_the_memory_and_relationship_that_brought_it(client_as, project, facts):
     peanuts = facts["Alice is allergic to peanuts."]
     services.edge_link(source=facts[DEPLOY], target=peanuts, relationship="related", actor="system:test")
-    rows = ask(client_as("viewer"), project, min_score="0.5").context["results"]["rows"]
+    rows = ask(client_as("viewer"), project, min_score="0.2").context["results"]["rows"]
     row = next(row for row in rows if row.memory.pk == peanuts.pk)
     assert (row.via.pk, row.relationship, row.outcome) == (facts[DEPLOY].pk, "related", "included")
 

@@ -15,7 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
+from django.db import connection
 from django.test import Client
 
 from memories import services
@@ -23,6 +25,7 @@ from memories.models import Memory, Project
 from retrieval.embedding import embed_memories
 from retrieval.evaluation import baselines, metrics, report
 from retrieval.evaluation.datasets import Case, Dataset, load_golden, load_locomo
+from retrieval.keyword_stats import refresh_keyword_stats
 
 EMBED_BATCH = 512
 
@@ -46,6 +49,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         dataset = self._load(options)
         project, ids = self._project(dataset, reuse=options["reuse"])
+        # What beat does within 10 minutes of a load: count the common words (keyword_stats.py).
+        refresh_keyword_stats(project_id=project.pk, force=True)
         client, key = Client(), services.api_key_create(project=project, name="eval")[1]
         min_score = (
             options["min_score"]
@@ -70,7 +75,15 @@ class Command(BaseCommand):
             )
             if number % 200 == 0:
                 self.stderr.write(f"  {number}/{len(dataset.cases)} cases")
-        self._report(dataset, results, options, min_score=min_score, budget=budget)
+        self._report(
+            dataset,
+            results,
+            options,
+            min_score=min_score,
+            budget=budget,
+            keyword_max_share=settings.MEMORYHUB_KEYWORD_MAX_SHARE,
+            keyword_stats_min_rows=settings.MEMORYHUB_KEYWORD_STATS_MIN_ROWS,
+        )
 
     def _load(self, options: dict[str, Any]) -> Dataset:
         if options["dataset"] == "locomo":
@@ -92,13 +105,15 @@ class Command(BaseCommand):
         if reuse and project.memories.exists():
             mapping = dict(project.memories.values_list("metadata__corpus_id", "pk"))
             return project, {k: str(v) for k, v in mapping.items()}
+        # A fresh load: unhook supersede chains first (Memory.supersedes is PROTECT).
+        project.memories.update(supersedes=None)
         project.memories.all().delete()
         project.taxonomy = sorted({*project.taxonomy, *(i.category for i in dataset.corpus if i.category)})
         project.save(update_fields=["taxonomy"])
         ids = load_corpus(project, dataset, log=self.stderr.write)
         return project, ids
 
-    def _report(self, dataset: Dataset, results: list[Any], options: dict[str, Any], **settings: Any) -> None:
+    def _report(self, dataset: Dataset, results: list[Any], options: dict[str, Any], **run_settings: Any) -> None:
         summary = metrics.summarise(results)
         comparison = None
         if options["dataset"] == "locomo" and Path(options["baselines"]).is_dir():
@@ -110,7 +125,7 @@ class Command(BaseCommand):
             "corpus": len(dataset.corpus),
             "hyde": options["hyde"],
             "top_k": options["top_k"],
-            **settings,
+            **run_settings,
             "commit": _commit(),
             "date": time.strftime("%Y-%m-%d %H:%M"),
         }
@@ -121,6 +136,11 @@ class Command(BaseCommand):
             summary, title=f"Retrieval evaluation: {dataset.name}", run_info=run_info, comparison=comparison
         )
         (out / f"{dataset.name}.html").write_text(html)
+        # One line per case (what was expected, what came back): for reading failures.
+        with (out / f"{dataset.name}.cases.jsonl").open("w") as lines:
+            for result in results:
+                record = {"id": result.case_id, "category": result.category, "returned": list(result.ranked_ids)}
+                lines.write(json.dumps({**record, "relevant": sorted(result.relevant_ids)}) + "\n")
         _log_mlflow(dataset.name, run_info, summary)
         self.stdout.write(
             json.dumps(
@@ -159,6 +179,11 @@ def load_corpus(project: Project, dataset: Dataset, *, log: Any) -> dict[str, st
     for start in range(0, len(memories), EMBED_BATCH):
         embed_memories(memories[start : start + EMBED_BATCH])
         log(f"  embedded {min(start + EMBED_BATCH, len(memories))}/{len(memories)}")
+    # Fresh planner statistics, as autovacuum would gather shortly after a bulk load: with
+    # stale ones the planner expects one row per user and picks nested loops.
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memories_memory")
+        cursor.execute("ANALYZE memories_embedding")
     return ids
 
 

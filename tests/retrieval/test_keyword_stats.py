@@ -1,0 +1,102 @@
+"""Full text skips query words that most of the caller's memories contain (keyword_stats.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memories import services
+from memories.models import Memory, Project
+from retrieval.keyword_stats import refresh_keyword_stats
+from retrieval.models import CommonLexeme, KeywordStats
+from retrieval.search import SearchParams, hybrid_search
+from retrieval.tasks import refresh_keyword_stats_task
+
+TRAEFIK = "The Kubernetes ingress controller is Traefik, pinned to version 3."
+
+
+@pytest.fixture
+def corpus(project: Project, settings) -> Project:
+    """alice: 30 memories, 25 of them about Kubernetes, one naming Traefik; mallory: 3."""
+    settings.MEMORYHUB_KEYWORD_STATS_MIN_ROWS = 20
+    drafts = [services.MemoryDraft(user_id="alice", content=TRAEFIK)]
+    drafts += [
+        services.MemoryDraft(user_id="alice", content=f"Kubernetes note {n}: cluster {n} runs release {n * 7}.")
+        for n in range(24)
+    ]
+    drafts += [
+        services.MemoryDraft(user_id="alice", content=f"Helm chart {n} pins its image digest.") for n in range(5)
+    ]
+    drafts += [services.MemoryDraft(user_id="mallory", content=f"Kubernetes memo {n} for mallory.") for n in range(3)]
+    services.memory_bulk_create(project=project, drafts=drafts, actor="test")
+    return project
+
+
+def keyword_hits(project: Project, user_id: str, query: str, *, max_share: float) -> tuple[list[str], list[str]]:
+    result = hybrid_search(
+        SearchParams(
+            project_id=project.pk, user_id=user_id, query=query, model="none", vectors=None, max_keyword_share=max_share
+        )
+    )
+    ids = [c.memory_id for c in result.candidates]
+    contents = {str(pk): text for pk, text in Memory.objects.filter(pk__in=ids).values_list("pk", "content")}
+    return [contents[memory_id] for memory_id in ids], result.skipped_words
+
+
+def test_refresh_counts_common_words_of_large_groups_only(corpus):
+    result = refresh_keyword_stats(project_id=corpus.pk)
+    assert (result.refreshed, result.removed, result.kept) == (1, 0, 0)
+    stats = KeywordStats.objects.get(project=corpus)
+    assert (stats.owner, stats.rows) == ("alice", 30)  # mallory's 3 memories are below the minimum
+    docs = dict(CommonLexeme.objects.filter(stats=stats).values_list("lexeme", "docs"))
+    assert docs["kubernet"] == 25
+    assert docs["helm"] == 5
+    assert docs["traefik"] == 1
+
+
+def test_refresh_recounts_on_drift_and_drops_groups_that_shrank(corpus, settings):
+    refresh_keyword_stats(project_id=corpus.pk)
+    services.memory_bulk_create(
+        project=corpus, drafts=[services.MemoryDraft(user_id="alice", content="Kubernetes again.")], actor="test"
+    )
+    assert refresh_keyword_stats(project_id=corpus.pk).kept == 1  # 31 vs 30: within the drift allowance
+    assert KeywordStats.objects.get(project=corpus).rows == 30
+    assert refresh_keyword_stats(project_id=corpus.pk, force=True).refreshed == 1
+    assert KeywordStats.objects.get(project=corpus).rows == 31
+    for memory in Memory.objects.filter(project=corpus, user_id="alice")[:15]:
+        services.memory_archive(memory=memory, actor="test")
+    assert refresh_keyword_stats(project_id=corpus.pk).removed == 1
+    assert not KeywordStats.objects.filter(project=corpus).exists()
+    assert not CommonLexeme.objects.exists()
+
+
+def test_full_text_skips_a_word_most_memories_contain_and_keeps_the_rare_one(corpus):
+    refresh_keyword_stats(project_id=corpus.pk)
+    hits, skipped = keyword_hits(corpus, "alice", "kubernetes traefik", max_share=0.5)
+    assert hits == [TRAEFIK]
+    assert skipped == ["kubernet"]
+    # Without the cut every Kubernetes memory is a full-text candidate.
+    hits, skipped = keyword_hits(corpus, "alice", "kubernetes traefik", max_share=1.0)
+    assert len(hits) == 25 and hits[0] == TRAEFIK
+    assert skipped == []
+
+
+def test_without_statistics_nothing_is_skipped(corpus):
+    hits, skipped = keyword_hits(corpus, "alice", "kubernetes traefik", max_share=0.5)
+    assert len(hits) == 25 and skipped == []
+
+
+def test_one_users_statistics_do_not_change_another_users_search(corpus):
+    refresh_keyword_stats(project_id=corpus.pk)
+    hits, skipped = keyword_hits(corpus, "mallory", "kubernetes", max_share=0.5)
+    assert len(hits) == 3 and skipped == []
+    assert all("mallory" in hit for hit in hits)
+
+
+def test_the_beat_task_refreshes_every_project(corpus, other_project):
+    services.memory_bulk_create(
+        project=other_project,
+        drafts=[services.MemoryDraft(user_id="bob", content=f"Bob memo {n}.") for n in range(20)],
+        actor="test",
+    )
+    assert refresh_keyword_stats_task() == {"refreshed": 2, "removed": 0, "kept": 0}
+    assert set(KeywordStats.objects.values_list("owner", flat=True)) == {"alice", "bob"}
