@@ -120,6 +120,9 @@ MEMORYHUB_HYDE_N = int(os.environ.get("MEMORYHUB_HYDE_N", "3"))
 # least MIN_ROWS memories; beat refreshes the counts (retrieval/keyword_stats.py).
 MEMORYHUB_KEYWORD_MAX_SHARE = float(os.environ.get("MEMORYHUB_KEYWORD_MAX_SHARE", "0.1"))
 MEMORYHUB_KEYWORD_STATS_MIN_ROWS = env_int("MEMORYHUB_KEYWORD_STATS_MIN_ROWS", 100)
+# Of the remaining words, rarest first, only as many as match about this many memories in all
+# (the rarest always; 0: no limit): bounds the keyword stage's cost on large corpora.
+MEMORYHUB_KEYWORD_ROW_BUDGET = env_int("MEMORYHUB_KEYWORD_ROW_BUDGET", 1000)
 
 # --- API limits ----------------------------------------------------------------------
 MEMORYHUB_MAX_CONTENT_CHARS = env_int("MEMORYHUB_MAX_CONTENT_CHARS", 8000)

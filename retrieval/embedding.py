@@ -97,9 +97,15 @@ def _cache_store(keys: list[str], vectors: Vectors) -> None:
         log.warning("embedding cache unavailable; continuing without it")
 
 
+# HNSW build parameters (pgvector's defaults are m 16, ef_construction 64). bench_retrieve's
+# recall check at 100k memories over 10 users: the filtered top 10 matched an exact search in
+# 98.5 % of queries with the defaults and 100 % with these, at the same 2.4 ms (DECISIONS.md).
+HNSW_BUILD = "m = 24, ef_construction = 128"
+
+
 def index_name(model: str, dimension: int) -> str:
     if (model, dimension) == (LOCAL_MODEL_NAME, 384):
-        return "embedding_hnsw_local_minilm"  # created by migration memories/0003
+        return "embedding_hnsw_local_minilm"  # created by migrations memories/0003 and 0005
     digest = hashlib.sha256(f"{model}:{dimension}".encode()).hexdigest()[:12]
     return f"embedding_hnsw_{digest}"
 
@@ -116,7 +122,8 @@ def ensure_vector_index(model: str, dimension: int) -> None:
         with connection.cursor() as cursor:
             cursor.execute(
                 f"CREATE INDEX IF NOT EXISTS {index_name(model, dimension)} ON memories_embedding "
-                f"USING hnsw ((vector::vector({int(dimension)})) vector_cosine_ops) WHERE model = %s",
+                f"USING hnsw ((vector::vector({int(dimension)})) vector_cosine_ops) WITH ({HNSW_BUILD}) "
+                "WHERE model = %s",
                 [model],
             )
         _indexed.add((model, dimension))

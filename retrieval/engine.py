@@ -216,6 +216,7 @@ def search(
         categories=request.categories,
         depth=max(50, request.limit * 3),
         max_keyword_share=float(settings.MEMORYHUB_KEYWORD_MAX_SHARE),
+        keyword_row_budget=int(settings.MEMORYHUB_KEYWORD_ROW_BUDGET) or None,
     )
     with transaction.atomic():
         budget_ms = int(float(getattr(settings, "MEMORYHUB_RETRIEVE_BUDGET_S", 2.0)) * 1000)

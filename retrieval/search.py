@@ -43,19 +43,34 @@ WITH query_lexemes AS (
 -- Share of the memories the caller can see that contain each query word, from the word
 -- statistics of the (large) groups they belong to (keyword_stats.py); NULL when unknown.
 lexeme_share AS (
-    SELECT w.lexeme, coalesce(sum(cl.docs), 0)::float / nullif(sum(ks.rows), 0) AS share
+    SELECT w.lexeme,
+           coalesce(sum(cl.docs), 0)::float / nullif(sum(ks.rows), 0) AS share,
+           coalesce(sum(cl.docs), 0) AS docs
     FROM query_lexemes, unnest(lexemes) AS w(lexeme)
     LEFT JOIN retrieval_keywordstats ks ON ks.project_id = %(project)s AND ks.owner IN (%(user)s, '')
     LEFT JOIN retrieval_commonlexeme cl ON cl.stats_id = ks.id AND cl.lexeme = w.lexeme
     GROUP BY w.lexeme
 ),
+-- The words full text searches. Not the common ones (share above max_share): without IDF
+-- they rank nothing, and each matching row costs a check. Of the rest, rarest first, only
+-- as many as their summed counts fit the row budget (the rarest always). Words without
+-- statistics are always searched.
+searched AS (
+    SELECT lexeme,
+           share IS NULL OR (
+               share <= %(max_share)s AND (
+                   %(row_budget)s::int IS NULL
+                   OR sum(docs) OVER (ORDER BY share, lexeme) <= %(row_budget)s::int
+                   OR row_number() OVER (ORDER BY share, lexeme) = 1
+               )
+           ) AS searched
+    FROM lexeme_share
+),
 keyword_query AS (
     -- OR of the query's lexemes: websearch/plainto would AND them, and a question
-    -- rarely shares every word with the memory that answers it. Words more common than
-    -- max_share are left out: without IDF they rank nothing, and each matching row costs.
+    -- rarely shares every word with the memory that answers it.
     SELECT NULLIF(array_to_string(ARRAY(
-        SELECT quote_literal(lexeme) FROM lexeme_share
-        WHERE share IS NULL OR share <= %(max_share)s ORDER BY lexeme
+        SELECT quote_literal(lexeme) FROM searched WHERE searched ORDER BY lexeme
     ), ' | '), '')::tsquery AS q
 ),
 -- ts_rank, not ts_rank_cd: on an OR query cover density costs ~2x more per matching row
@@ -131,7 +146,7 @@ SELECT f.id::text, f.rrf, f.kw_rank, f.kw_score, f.vector_rank, f.hyde_rank,
                   / greatest(cardinality(ql.lexemes), 1)
            FROM unnest(ql.lexemes) AS lexeme
        ) END AS coverage,
-       ARRAY(SELECT lexeme FROM lexeme_share WHERE share > %(max_share)s ORDER BY lexeme) AS skipped
+       ARRAY(SELECT lexeme FROM searched WHERE NOT searched ORDER BY lexeme) AS skipped
 FROM fused f
 CROSS JOIN query_lexemes ql
 JOIN memories_memory mm ON mm.id = f.id
@@ -168,8 +183,10 @@ class SearchParams:
     kinds: Sequence[str] | None = None
     categories: Sequence[str] | None = None
     depth: int = 50
-    # Full text skips query words in more than this share of the visible memories (1.0: none).
+    # Full text skips query words in more than this share of the visible memories (1.0: none)
+    # and, rarest first, words beyond this many estimated matching memories (None: no limit).
     max_keyword_share: float = 1.0
+    keyword_row_budget: int | None = None
     keyword_weight: float = 1.0
     vector_weight: float = 1.0
     hyde_weight: float = 1.0
@@ -213,6 +230,7 @@ def hybrid_search(params: SearchParams) -> SearchResult:
         "categories": list(params.categories) if params.categories else None,
         "depth": params.depth,
         "max_share": params.max_keyword_share,
+        "row_budget": params.keyword_row_budget,
         "keyword_weight": params.keyword_weight,
         "vector_weight": params.vector_weight,
         "hyde_weight": params.hyde_weight,

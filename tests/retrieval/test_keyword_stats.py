@@ -31,12 +31,19 @@ def corpus(project: Project, settings) -> Project:
     return project
 
 
-def keyword_hits(project: Project, user_id: str, query: str, *, max_share: float) -> tuple[list[str], list[str]]:
-    result = hybrid_search(
-        SearchParams(
-            project_id=project.pk, user_id=user_id, query=query, model="none", vectors=None, max_keyword_share=max_share
-        )
+def keyword_hits(
+    project: Project, user_id: str, query: str, *, max_share: float, row_budget: int | None = None
+) -> tuple[list[str], list[str]]:
+    params = SearchParams(
+        project_id=project.pk,
+        user_id=user_id,
+        query=query,
+        model="none",
+        vectors=None,
+        max_keyword_share=max_share,
+        keyword_row_budget=row_budget,
     )
+    result = hybrid_search(params)
     ids = [c.memory_id for c in result.candidates]
     contents = {str(pk): text for pk, text in Memory.objects.filter(pk__in=ids).values_list("pk", "content")}
     return [contents[memory_id] for memory_id in ids], result.skipped_words
@@ -78,6 +85,19 @@ def test_full_text_skips_a_word_most_memories_contain_and_keeps_the_rare_one(cor
     hits, skipped = keyword_hits(corpus, "alice", "kubernetes traefik", max_share=1.0)
     assert len(hits) == 25 and hits[0] == TRAEFIK
     assert skipped == []
+
+
+def test_the_row_budget_keeps_the_rarest_words_that_fit(corpus):
+    refresh_keyword_stats(project_id=corpus.pk)
+    # traefik (1 memory) fits a budget of 6, helm (5 more) too, kubernetes (25 more) does not.
+    hits, skipped = keyword_hits(corpus, "alice", "kubernetes helm traefik", max_share=1.0, row_budget=6)
+    assert skipped == ["kubernet"]
+    assert len(hits) == 6 and TRAEFIK in hits
+    hits, skipped = keyword_hits(corpus, "alice", "kubernetes helm traefik", max_share=1.0, row_budget=5)
+    assert (hits, skipped) == ([TRAEFIK], ["helm", "kubernet"])
+    # The rarest word is searched even when it alone is over the budget.
+    hits, skipped = keyword_hits(corpus, "alice", "kubernetes helm", max_share=1.0, row_budget=1)
+    assert len(hits) == 5 and skipped == ["kubernet"]
 
 
 def test_without_statistics_nothing_is_skipped(corpus):

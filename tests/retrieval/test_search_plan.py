@@ -21,6 +21,7 @@ def explain(project_id: int) -> str:
         "categories": None,
         "depth": 50,
         "max_share": 0.1,
+        "row_budget": 1000,
         "keyword_weight": 1.0,
         "vector_weight": 1.0,
         "hyde_weight": 1.0,
