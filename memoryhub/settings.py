@@ -111,7 +111,7 @@ MEMORYHUB_LLM_MODEL = os.environ.get("MEMORYHUB_LLM_MODEL", "gpt-4o-mini")
 MEMORYHUB_HYDE_MODEL = os.environ.get("MEMORYHUB_HYDE_MODEL", "") or MEMORYHUB_LLM_MODEL
 
 # --- Retrieval ------------------------------------------------------------------------
-MEMORYHUB_MIN_SCORE = float(os.environ.get("MEMORYHUB_MIN_SCORE", "0.025"))
+MEMORYHUB_MIN_SCORE = float(os.environ.get("MEMORYHUB_MIN_SCORE", "0.03"))
 MEMORYHUB_RETRIEVE_BUDGET_S = float(os.environ.get("MEMORYHUB_RETRIEVE_BUDGET_S", "2.0"))
 MEMORYHUB_HYDE_TIMEOUT_S = float(os.environ.get("MEMORYHUB_HYDE_TIMEOUT_S", "1.2"))
 MEMORYHUB_HYDE_N = int(os.environ.get("MEMORYHUB_HYDE_N", "3"))

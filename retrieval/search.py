@@ -45,7 +45,10 @@ WITH query_lexemes AS (
 lexeme_share AS (
     SELECT w.lexeme,
            coalesce(sum(cl.docs), 0)::float / nullif(sum(ks.rows), 0) AS share,
-           coalesce(sum(cl.docs), 0) AS docs
+           coalesce(sum(cl.docs), 0) AS docs,
+           -- IDF-style weight (words below the stored one per cent count as in one memory); 1 for all
+           -- words when there are no statistics.
+           coalesce(ln(1 + sum(ks.rows)::float / (greatest(sum(cl.docs), 1) + 0.5)), 1) AS weight
     FROM query_lexemes, unnest(lexemes) AS w(lexeme)
     LEFT JOIN retrieval_keywordstats ks ON ks.project_id = %(project)s AND ks.owner IN (%(user)s, '')
     LEFT JOIN retrieval_commonlexeme cl ON cl.stats_id = ks.id AND cl.lexeme = w.lexeme
@@ -139,16 +142,16 @@ SELECT f.id::text, f.rrf, f.kw_rank, f.kw_score, f.vector_rank, f.hyde_rank,
         WHERE e.memory_id = f.id AND e.model = %(model)s AND qv.ord <= %(query_vectors)s) AS cosine,
        (SELECT 1 - min(e.vector::vector({{dim}}) <=> qv.v) FROM memories_embedding e, query_vectors qv
         WHERE e.memory_id = f.id AND e.model = %(model)s AND qv.ord > %(query_vectors)s) AS hyde_cosine,
-       -- Share of the query's words the memory contains: unlike ts_rank it means the
-       -- same for a two-word and a twenty-word query, so calibration can use it.
+       -- Share of the query's words the memory contains, each word weighted by its IDF
+       -- weight: unlike ts_rank it means the same for a two-word and a twenty-word query,
+       -- so calibration can use it.
        CASE WHEN NOT f.in_keyword THEN NULL ELSE (
-           SELECT count(*) FILTER (WHERE mm.search @@ quote_literal(lexeme)::tsquery)::float
-                  / greatest(cardinality(ql.lexemes), 1)
-           FROM unnest(ql.lexemes) AS lexeme
+           SELECT coalesce(sum(ls.weight) FILTER (WHERE mm.search @@ quote_literal(ls.lexeme)::tsquery), 0)
+                  / nullif(sum(ls.weight), 0)
+           FROM lexeme_share ls
        ) END AS coverage,
        ARRAY(SELECT lexeme FROM searched WHERE NOT searched ORDER BY lexeme) AS skipped
 FROM fused f
-CROSS JOIN query_lexemes ql
 JOIN memories_memory mm ON mm.id = f.id
 ORDER BY f.rrf DESC, f.id
 """

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from memories import services
@@ -120,3 +122,21 @@ def test_the_beat_task_refreshes_every_project(corpus, other_project):
     )
     assert refresh_keyword_stats_task() == {"refreshed": 2, "removed": 0, "kept": 0}
     assert set(KeywordStats.objects.values_list("owner", flat=True)) == {"alice", "bob"}
+
+
+def test_keyword_coverage_weighs_rare_words_above_common_ones(corpus):
+    def coverage_of_a_kubernetes_only_memory() -> float:
+        params = SearchParams(
+            project_id=corpus.pk, user_id="alice", query="kubernetes traefik", model="none", vectors=None
+        )
+        candidates = hybrid_search(params).candidates
+        contents = dict(Memory.objects.filter(project=corpus).values_list("pk", "content"))
+        coverage = {contents[uuid.UUID(c.memory_id)]: c.keyword_coverage for c in candidates}
+        assert coverage[TRAEFIK] == pytest.approx(1.0)
+        return float(coverage["Kubernetes note 0: cluster 0 runs release 0."] or 0.0)
+
+    # Without statistics each query word counts the same: one of two words.
+    assert coverage_of_a_kubernetes_only_memory() == pytest.approx(0.5)
+    # With them, "kubernetes" (in 25 of 30 memories) weighs far less than "traefik" (in 1).
+    refresh_keyword_stats(project_id=corpus.pk)
+    assert coverage_of_a_kubernetes_only_memory() < 0.3
