@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from django.db import connection
+from django.db import connection, transaction
 from pgvector import Vector
 
 from memories.models import Project
@@ -275,4 +275,7 @@ def vector_search(*, project: Project, user_id: str, query: str, limit: int = 10
     model = active_model(project)
     vectors = embed_texts([query], embedder=embedder_for_model(model))
     params = SearchParams(project_id=project.pk, user_id=user_id, query="", model=model, vectors=vectors, depth=limit)
-    return model, hybrid_search(params).candidates
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            set_search_settings(cursor)  # the engine's filtered-HNSW settings
+        return model, hybrid_search(params).candidates
