@@ -13,10 +13,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.utils.http import url_has_allowed_host_and_scheme
+from django_htmx.http import HttpResponseClientRedirect
 
 from memories.models import Role
 from memories.ui_selectors import Access, project_access
@@ -27,13 +28,31 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 ProjectView = Callable[..., HttpResponse]
 
 
+def signed_in(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """``login_required`` that htmx understands: a signed-out htmx request (a session that
+    expired while the page was open) gets ``HX-Redirect`` to the sign-in page, which htmx
+    follows as a full navigation, instead of a redirect it would swap into the page."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.user.is_authenticated:
+            return view(request, *args, **kwargs)
+        if is_htmx(request):
+            page = urlsplit(request.headers.get("HX-Current-URL", ""))
+            back = page.path + (f"?{page.query}" if page.query else "") if page.path else request.get_full_path()
+            return HttpResponseClientRedirect(redirect_to_login(back).url)
+        return redirect_to_login(request.get_full_path())
+
+    return wrapper
+
+
 def project_view(
     read: str = Role.VIEWER, write: str | None = None
 ) -> Callable[[ProjectView], Callable[..., HttpResponse]]:
     """Decorate ``view(request, access, ...)``; the URL passes the project's ``slug``."""
 
     def decorator(view: ProjectView) -> Callable[..., HttpResponse]:
-        @login_required
+        @signed_in
         @wraps(view)
         def wrapper(request: HttpRequest, slug: str, *args: Any, **kwargs: Any) -> HttpResponse:
             access = project_access(user=request.user, slug=slug)

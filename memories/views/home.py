@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from memories import ui_selectors
+from memories.views.access import signed_in
 
 
-@login_required
+@signed_in
 def home(request: HttpRequest) -> HttpResponse:
     """Teams the person belongs to, each with its projects and the person's role."""
     memberships = ui_selectors.memberships_for(user=request.user)  # type: ignore[arg-type]

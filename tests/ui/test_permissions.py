@@ -220,3 +220,18 @@ def test_a_signed_out_visitor_is_sent_to_the_login_page(client, cases, action):
     assert response.status_code == 302
     assert response["Location"].startswith("/accounts/login/")
     assert case.method == "get" or not case.changed()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("action", ["read_list", "edit"])
+def test_a_signed_out_htmx_request_is_sent_to_the_login_page_as_a_full_navigation(client, cases, action):
+    # The session expired while the page was open: htmx must leave the page, not swap the
+    # login form into a fragment of it.
+    case = cases[action]
+    page = f"http://testserver/p/{Project.objects.get().slug}/memories/?status=active"
+    headers = {"HX-Request": "true", "HX-Current-URL": page}
+    response = getattr(client, case.method)(case.url, case.data, headers=headers)
+    assert response.status_code == 200
+    assert response["HX-Redirect"].startswith("/accounts/login/?next=")
+    assert "status%3Dactive" in response["HX-Redirect"] or "status=active" in response["HX-Redirect"]
+    assert case.method == "get" or not case.changed()
