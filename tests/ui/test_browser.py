@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -92,6 +93,26 @@ def test_the_graph_draws_a_node_per_memory(page, live_server, person, project, m
     assert page.locator("#graph circle").count() == 13
     assert page.locator("#graph line.edge").count() == 2
     assert page.locator("#graph .faded").count() == 1
+
+
+def test_the_graph_draws_500_memories_and_their_links(page, live_server, person, project):
+    categories = project.taxonomy[:5]
+    drafts = [
+        services.MemoryDraft(user_id="alice", content=f"Large graph memory {i}.", category=categories[i % 5])
+        for i in range(500)
+    ]
+    made = services.memory_bulk_create(project=project, drafts=drafts, actor="t")
+    for i in range(0, 500, 2):  # 250 links, a chain through every other memory
+        services.edge_link(source=made[i], target=made[(i + 7) % 500], relationship="related", actor="t")
+    sign_in(page, live_server, person("viewer"))
+    started = time.perf_counter()
+    page.goto(f"{live_server.url}/p/{project.slug}/graph/?user=alice")
+    page.locator("#graph circle").nth(499).wait_for(timeout=30_000)
+    # Reported, not asserted (speed lives in figures, not in timed assertions).
+    print(f"graph of 500 memories drawn in {(time.perf_counter() - started) * 1000:.0f} ms")
+    assert page.locator("#graph circle").count() == 500
+    assert page.locator("#graph line.edge").count() == 250
+    assert page.locator("#graph text.node-label").count() == 0  # labels only for small graphs
 
 
 def test_a_viewer_has_no_edit_control_and_a_direct_post_is_refused(page, live_server, person, project, memory_factory):
