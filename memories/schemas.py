@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from ninja import Schema
-from pydantic import AwareDatetime, ConfigDict, Field, StringConstraints
+from pydantic import AwareDatetime, ConfigDict, Field, StringConstraints, model_validator
 
 UserId = Annotated[str, StringConstraints(min_length=1, max_length=255)]
 KindName = Literal["fact", "preference", "decision", "note"]
@@ -68,6 +68,9 @@ class SupersedeIn(MemoryFields):
     reason: str = ""
 
 
+NULLABLE_PATCH_FIELDS = frozenset({"expires_at"})
+
+
 class MemoryPatch(StrictSchema):
     user_id: UserId
     content: str | None = None
@@ -77,6 +80,14 @@ class MemoryPatch(StrictSchema):
     metadata: dict[str, Any] | None = None
     expires_at: AwareDatetime | None = None
     reason: str = ""
+
+    @model_validator(mode="after")
+    def _no_null_values(self) -> MemoryPatch:
+        # Leaving a field out keeps it; null only makes sense where "none" is a value.
+        nulled = sorted(f for f in self.model_fields_set - NULLABLE_PATCH_FIELDS if getattr(self, f) is None)
+        if nulled:
+            raise ValueError(f"{', '.join(nulled)} cannot be null; leave a field out to keep it")
+        return self
 
 
 class RelatedOut(Schema):

@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
-from django.db import DatabaseError, DataError, connection
+from django.db import DatabaseError, DataError, IntegrityError, connection
 from django.http import Http404, HttpRequest, HttpResponse
 from django.utils import timezone
 from ninja import NinjaAPI, Status
@@ -106,6 +106,14 @@ def on_data_error(request: HttpRequest, exc: DataError) -> HttpResponse:
     # Postgres refuses some values outright (a NUL character in text, say): the
     # client's input, not an outage. The transaction rolled back; nothing was written.
     return error_response(request, 422, "invalid_value", "a value contains characters that cannot be stored")
+
+
+@api.exception_handler(IntegrityError)
+def on_integrity_error(request: HttpRequest, exc: IntegrityError) -> HttpResponse:
+    # A write that breaks a constraint is the client's input meeting stored data, not an
+    # outage: nothing was written (the transaction rolled back).
+    log.info("constraint violated: %s", exc)
+    return error_response(request, 409, "conflict", "the change conflicts with stored data; nothing was written")
 
 
 @api.exception_handler(DatabaseError)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, connection
 
 from capture.window import clean_window, render_window
 from memories.models import Memory, MemoryEdge, Project, Status
@@ -31,7 +31,7 @@ from retrieval.hyde import build_hyde_messages, parse_hypotheses
 from retrieval.llm import LLMError, complete, llm_configured
 from retrieval.models import RetrievalLog
 from retrieval.packing import PackItem, pack
-from retrieval.search import Candidate, SearchParams, hybrid_search, set_search_settings
+from retrieval.search import Candidate, SearchParams, hybrid_search
 
 log = logging.getLogger(__name__)
 
@@ -218,11 +218,8 @@ def search(
         max_keyword_share=float(settings.MEMORYHUB_KEYWORD_MAX_SHARE),
         keyword_row_budget=int(settings.MEMORYHUB_KEYWORD_ROW_BUDGET) or None,
     )
-    with transaction.atomic():
-        budget_ms = int(float(getattr(settings, "MEMORYHUB_RETRIEVE_BUDGET_S", 2.0)) * 1000)
-        with connection.cursor() as cursor:
-            set_search_settings(cursor, timeout_ms=budget_ms)
-        result = hybrid_search(params)
+    budget_ms = int(float(getattr(settings, "MEMORYHUB_RETRIEVE_BUDGET_S", 2.0)) * 1000)
+    result = hybrid_search(params, timeout_ms=budget_ms)
     trace.candidates, trace.skipped_words = result.candidates, result.skipped_words
     trace.timed("search", started)
     return trace.candidates

@@ -218,8 +218,8 @@ class SearchResult:
     skipped_words: list[str] = field(default_factory=list)
 
 
-def hybrid_search(params: SearchParams) -> SearchResult:
-    """Run the hybrid statement; candidates ordered by fused RRF score."""
+def hybrid_search(params: SearchParams, *, timeout_ms: int | None = None) -> SearchResult:
+    """Run the hybrid statement with the search settings; candidates ordered by fused RRF score."""
     vectors = params.vectors if params.vectors is not None else np.zeros((0, 1), dtype=np.float32)
     dim = int(vectors.shape[1])
     sql_params: dict[str, Any] = {
@@ -239,7 +239,8 @@ def hybrid_search(params: SearchParams) -> SearchResult:
         "hyde_weight": params.hyde_weight,
         "query_vectors": params.query_vectors,
     }
-    with connection.cursor() as cursor:
+    with transaction.atomic(), connection.cursor() as cursor:
+        set_search_settings(cursor, timeout_ms=timeout_ms)
         cursor.execute(HYBRID_SQL.format(dim=dim), sql_params)
         rows = cursor.fetchall()
     return SearchResult(
@@ -275,7 +276,4 @@ def vector_search(*, project: Project, user_id: str, query: str, limit: int = 10
     model = active_model(project)
     vectors = embed_texts([query], embedder=embedder_for_model(model))
     params = SearchParams(project_id=project.pk, user_id=user_id, query="", model=model, vectors=vectors, depth=limit)
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            set_search_settings(cursor)  # the engine's filtered-HNSW settings
-        return model, hybrid_search(params).candidates
+    return model, hybrid_search(params).candidates

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.test import Client, override_settings
 
-from memories.models import Memory, MemoryEdge
-from memories.services import edge_link
+from memories import services
+from memories.models import ApiKey, Memory, MemoryEdge
 from memoryhub.errors import Invalid
 
 
@@ -91,6 +93,22 @@ def test_missing_or_revoked_key_is_401(api, make_memory):
     assert Client().get("/api/v1/memories", {"user_id": "alice"}).status_code == 401
     wrong = Client().get("/api/v1/memories", {"user_id": "alice"}, headers={"Authorization": "Bearer mh_nope"})
     assert (wrong.status_code, error_code(wrong)) == (401, "unauthorized")
+    assert api.get("/memories", user_id="alice").status_code == 200
+    services.api_key_revoke(key=ApiKey.objects.get(project=api.project))
+    revoked = api.get("/memories", user_id="alice")
+    assert (revoked.status_code, error_code(revoked)) == (401, "unauthorized")
+
+
+@pytest.mark.parametrize("field", ["content", "kind", "category", "importance", "metadata"])
+def test_an_explicit_null_for_a_required_field_is_422_and_changes_nothing(api, make_memory, field):
+    memory = make_memory(content="Alice likes tea.", category="user-facts")
+    response = api.patch(f"/memories/{memory['id']}", {"user_id": "alice", field: None})
+    assert (response.status_code, error_code(response)) == (422, "validation_error")
+    after = api.get(f"/memories/{memory['id']}", user_id="alice").json()
+    kept = ("content", "kind", "category", "importance", "metadata", "version")
+    assert {k: after[k] for k in kept} == {k: memory[k] for k in kept}
+    # expires_at: null is a value ("never expires").
+    assert api.patch(f"/memories/{memory['id']}", {"user_id": "alice", "expires_at": None}).status_code == 200
 
 
 def test_list_with_a_forged_cursor_is_422(api):
@@ -120,5 +138,15 @@ def test_supersede_with_an_unknown_related_id_writes_nothing(api, make_memory):
 def test_linking_a_memory_to_itself_is_refused(make_memory):
     stored = Memory.objects.get(pk=make_memory()["id"])
     with pytest.raises(Invalid):
-        edge_link(source=stored, target=stored, relationship="related", actor="system:test")
+        services.edge_link(source=stored, target=stored, relationship="related", actor="system:test")
     assert MemoryEdge.objects.count() == 0
+
+
+def test_a_constraint_violation_is_a_409_in_the_envelope_not_a_503():
+    from django.db import IntegrityError
+    from django.test import RequestFactory
+
+    from memoryhub.api import on_integrity_error
+
+    response = on_integrity_error(RequestFactory().get("/api/v1/memories"), IntegrityError("duplicate key"))
+    assert (response.status_code, json.loads(response.content)["error"]["code"]) == (409, "conflict")

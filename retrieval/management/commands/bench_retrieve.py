@@ -32,7 +32,7 @@ from memories import services
 from memories.models import Embedding, EmbeddingStatus, Memory, Project
 from retrieval.embedders import LOCAL_MODEL_NAME, embedder_for_model
 from retrieval.embedding import embed_texts
-from retrieval.keyword_stats import refresh_keyword_stats
+from retrieval.keyword_stats import refresh_keyword_stats, settle_after_bulk_load
 from retrieval.search import HNSW_EF_SEARCH, set_search_settings
 from retrieval.synthetic import synthetic_sentences
 
@@ -170,10 +170,7 @@ def seed(count: int, *, log: Any) -> Project:
             ]
         )
         log(f"seeded {start + len(chunk)}/{count}")
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE memories_memory")
-        cursor.execute("ANALYZE memories_embedding")
-    refresh_keyword_stats(project_id=project.pk, force=True)  # what beat does within 10 minutes
+    settle_after_bulk_load(project.pk)
     return project
 
 

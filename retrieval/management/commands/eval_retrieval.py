@@ -17,7 +17,6 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
-from django.db import connection
 from django.test import Client
 
 from memories import services
@@ -25,7 +24,7 @@ from memories.models import Memory, Project
 from retrieval.embedding import embed_memories
 from retrieval.evaluation import baselines, metrics, report
 from retrieval.evaluation.datasets import Case, Dataset, load_golden, load_locomo
-from retrieval.keyword_stats import refresh_keyword_stats
+from retrieval.keyword_stats import settle_after_bulk_load
 
 EMBED_BATCH = 512
 
@@ -49,8 +48,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         dataset = self._load(options)
         project, ids = self._project(dataset, reuse=options["reuse"])
-        # What beat does within 10 minutes of a load: count the common words (keyword_stats.py).
-        refresh_keyword_stats(project_id=project.pk, force=True)
+        settle_after_bulk_load(project.pk)
         client, key = Client(), services.api_key_create(project=project, name="eval")[1]
         min_score = (
             options["min_score"]
@@ -179,11 +177,6 @@ def load_corpus(project: Project, dataset: Dataset, *, log: Any) -> dict[str, st
     for start in range(0, len(memories), EMBED_BATCH):
         embed_memories(memories[start : start + EMBED_BATCH])
         log(f"  embedded {min(start + EMBED_BATCH, len(memories))}/{len(memories)}")
-    # Fresh planner statistics, as autovacuum would gather shortly after a bulk load: with
-    # stale ones the planner expects one row per user and picks nested loops.
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE memories_memory")
-        cursor.execute("ANALYZE memories_embedding")
     return ids
 
 
