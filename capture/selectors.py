@@ -97,11 +97,12 @@ def _vectors(*, project: Project, user_id: str, model: str) -> QuerySet[Embeddin
     )
 
 
-def jobs_to_requeue(*, queued_before: datetime, running_before: datetime, limit: int) -> list[CaptureJob]:
-    """Jobs stuck in ``queued`` or ``running`` since before the given times, oldest first."""
+def jobs_to_requeue(*, queued_before: datetime, running_before: datetime, limit: int) -> list[str]:
+    """Ids of jobs stuck in ``queued`` or ``running`` since before the given times, oldest first
+    (ids only: a job row carries its whole conversation window)."""
     queued = CaptureJob.objects.filter(status=JobStatus.QUEUED, updated_at__lt=queued_before)
     running = CaptureJob.objects.filter(status=JobStatus.RUNNING, updated_at__lt=running_before)
-    return list((queued | running).order_by("updated_at")[:limit])
+    return [str(pk) for pk in (queued | running).order_by("updated_at").values_list("pk", flat=True)[:limit]]
 
 
 class NearDuplicateFinder:

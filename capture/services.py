@@ -205,7 +205,8 @@ def capture_job_claim(*, job_id: str) -> CaptureJob | None:
             return None
         limit = settings.MEMORYHUB_CAPTURE_MAX_ATTEMPTS
         if job.attempts >= limit:
-            _finish(job, status=JobStatus.FAILED, error=f"gave up after {job.attempts} attempts; {job.error}".strip())
+            reason = "; ".join(part for part in (f"gave up after {job.attempts} attempts", job.error) if part)
+            _finish(job, status=JobStatus.FAILED, error=reason)
             return None
         job.status, job.attempts, job.started_at = JobStatus.RUNNING, job.attempts + 1, timezone.now()
         job.save(update_fields=["status", "attempts", "started_at", "updated_at"])
@@ -354,13 +355,25 @@ def _finish(job: CaptureJob, *, status: str, error: str) -> None:
     job.save(update_fields=["status", "error", "finished_at", "memory_ids", "proposals", "updated_at"])
 
 
+def capture_job_retry(*, job: CaptureJob) -> CaptureJob:
+    """Give a failed job a fresh start (the curation UI's retry): ``queued`` with its attempts
+    reset, queued once the change commits (the sweeper catches it if the broker is down)."""
+    with transaction.atomic(durable=True):
+        job = CaptureJob.objects.select_for_update().get(pk=job.pk)
+        if job.status != JobStatus.FAILED:
+            raise Conflict("only failed capture jobs can be retried", code="not_failed")
+        job.status, job.attempts, job.error, job.finished_at = JobStatus.QUEUED, 0, "", None
+        job.save(update_fields=["status", "attempts", "error", "finished_at", "updated_at"])
+        transaction.on_commit(lambda: _queue(job.pk))
+    return job
+
+
 def capture_jobs_requeue(*, queued_before: datetime, running_before: datetime, limit: int = 500) -> list[str]:
     """Queue again the jobs stuck in ``queued``/``running`` (the sweeper). Returns their ids.
 
     Touching ``updated_at`` makes the next sweep wait a full timeout before queueing them again.
     """
-    jobs = selectors.jobs_to_requeue(queued_before=queued_before, running_before=running_before, limit=limit)
-    ids = [str(job.pk) for job in jobs]
+    ids = selectors.jobs_to_requeue(queued_before=queued_before, running_before=running_before, limit=limit)
     if ids:
         CaptureJob.objects.filter(pk__in=ids).update(updated_at=timezone.now())
         for job_id in ids:

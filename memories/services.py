@@ -403,31 +403,11 @@ def api_key_revoke(*, key: ApiKey) -> ApiKey:
     return key
 
 
-# --- Curation UI: capture retries, project settings, memberships --------------------
+# --- Curation UI: project settings, memberships --------------------
 
 PROJECT_SETTINGS_FIELDS = frozenset(
     {"capture_policy", "auto_approve_confidence", "taxonomy", "hyde_enabled", "token_budget"}
 )
-
-
-def capture_job_retry(*, job_id: Any) -> Any:
-    """Put a failed capture job back in the queue: status ``queued``, error cleared.
-
-    Only the row changes; queuing the Celery task is the capture pipeline's job (its
-    sweeper picks up queued rows).
-    """
-    from capture.models import CaptureJob, JobStatus
-
-    with transaction.atomic(durable=True):
-        job = CaptureJob.objects.select_for_update().filter(pk=job_id).first()
-        if job is None:
-            raise NotFound("capture job not found")
-        if job.status != JobStatus.FAILED:
-            raise Conflict("only failed capture jobs can be retried", code="not_failed")
-        job.status = JobStatus.QUEUED
-        job.error = ""
-        job.save(update_fields=["status", "error", "updated_at"])
-    return job
 
 
 def project_settings_update(*, project: Project, changes: dict[str, Any]) -> Project:

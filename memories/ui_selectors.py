@@ -209,17 +209,6 @@ def membership_in_team(*, project: Project, membership_id: int) -> Membership:
     return membership
 
 
-def capture_job_in_project(*, project: Project, job_id: str) -> CaptureJob:
-    try:
-        pk = uuid.UUID(str(job_id))
-    except ValueError as error:
-        raise Http404("capture job not found") from error
-    job = CaptureJob.objects.filter(project=project, pk=pk).first()
-    if job is None:
-        raise Http404("capture job not found")
-    return job
-
-
 # --- Dashboard -------------------------------------------------------------------------
 
 

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from capture import selectors as capture_selectors
+from capture import services as capture_services
 from capture.models import JobStatus
-from memories import services, ui_selectors
+from memories import ui_selectors
 from memories.models import Role
 from memories.views.access import Access, done, is_htmx, next_url, page_context, project_view, refuse
-from memoryhub.errors import DomainError
+from memoryhub.errors import DomainError, NotFound
 
 PAGE_SIZE = 50
 CHART_POINTS = 200
@@ -41,10 +43,13 @@ def capture_jobs(request: HttpRequest, access: Access) -> HttpResponse:
 @require_POST
 def capture_retry(request: HttpRequest, access: Access, job_id: str) -> HttpResponse:
     """Put a failed job back in the queue."""
-    job = ui_selectors.capture_job_in_project(project=access.project, job_id=job_id)
+    try:
+        job = capture_selectors.capture_job_get(project=access.project, job_id=job_id)
+    except NotFound as error:
+        raise Http404(error.message) from error
     back = next_url(request, reverse("memories:captures", args=[access.project.slug]))
     try:
-        job = services.capture_job_retry(job_id=job.pk)
+        job = capture_services.capture_job_retry(job=job)
     except DomainError as error:
         return refuse(request, error, back=back)
     if not is_htmx(request):

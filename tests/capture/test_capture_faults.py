@@ -114,7 +114,21 @@ def test_a_job_out_of_attempts_is_failed_when_claimed_again(api, llm):
     job = submit(api)
     CaptureJob.objects.filter(pk=job.pk).update(status="running", attempts=2)
     assert run(job).outcome == Outcome.SKIPPED
-    assert (job.status, job.error) == ("failed", "gave up after 2 attempts;")
+    assert (job.status, job.error) == ("failed", "gave up after 2 attempts")
+
+
+@pytest.mark.django_db
+def test_a_failed_job_retried_from_the_ui_runs_again_with_fresh_attempts(api, llm):
+    llm.script_chat("garbage", "garbage")
+    job = submit(api)
+    run(job)
+    run(job)
+    assert (job.status, job.attempts) == ("failed", 2)
+    llm.script_chat(GOOD)
+    job = services.capture_job_retry(job=job)
+    assert (job.status, job.attempts, job.error) == ("queued", 0, "")
+    assert run(job).outcome == Outcome.DONE
+    assert Memory.objects.filter(content="The user prefers pytest fixtures.").exists()
 
 
 # --- real worker processes -----------------------------------------------------------------

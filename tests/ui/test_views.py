@@ -296,13 +296,19 @@ def test_the_last_admin_cannot_step_down_or_be_removed(client_as, project):
     assert Membership.objects.get(pk=admin.pk).role == "admin"
 
 
-def test_retry_puts_a_failed_job_back_in_the_queue_and_clears_its_error(client_as, project):
+def test_retry_puts_a_failed_job_back_in_the_queue_with_fresh_attempts(client_as, project, settings):
     job = CaptureJob.objects.create(
-        project=project, user_id="alice", trigger="turn", status="failed", error="LLM down", created_by="t"
+        project=project,
+        user_id="alice",
+        trigger="turn",
+        status="failed",
+        error="LLM down",
+        attempts=settings.MEMORYHUB_CAPTURE_MAX_ATTEMPTS,
+        created_by="t",
     )
     response = client_as("reviewer").post(f"/p/{project.slug}/captures/{job.pk}/retry/", headers=HTMX)
     job.refresh_from_db()
-    assert (job.status, job.error) == ("queued", "")
+    assert (job.status, job.error, job.attempts) == ("queued", "", 0)
     assert f'id="job-{job.pk}"' in response.content.decode()
 
 
