@@ -23,6 +23,7 @@ from capture.proposals import (
     ProposedMemory,
 )
 from capture.redaction import is_mostly_secret, redact
+from capture.text import clip
 from capture.window import render_window
 
 
@@ -103,8 +104,7 @@ def _render_taxonomy(taxonomy: Sequence[str]) -> str:
 
 
 def _one_line(content: str) -> str:
-    text = " ".join(content.split())
-    return text if len(text) <= _EXISTING_CHARS else text[: _EXISTING_CHARS - 1] + "…"
+    return clip(" ".join(content.split()), _EXISTING_CHARS)
 
 
 def _fence_safe(text: str) -> str:
@@ -383,4 +383,4 @@ def _short_text(value: Any, limit: int) -> str:
     if not isinstance(value, str):
         return ""
     text = redact(" ".join(value.split()))[0]
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip(text, limit)

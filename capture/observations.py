@@ -17,7 +17,7 @@ from typing import Any
 from capture.classifier import ClassifierOutputError, iter_json_values, load_prompt
 from capture.proposals import MAX_CONTENT_CHARS, ProposedMemory
 from capture.redaction import is_mostly_secret, redact
-from capture.text import finish_sentence, is_specific, iter_lines, lower_first, split_sentences
+from capture.text import clip, finish_sentence, is_specific, iter_lines, lower_first, split_sentences
 
 MIN_OUTPUT_CHARS = 50
 MAX_OUTPUT_CHARS = 4000
@@ -161,7 +161,7 @@ def _proposals(items: Iterator[tuple[str, str, bool]], *, step_name: str, step_t
                 importance=importance,
                 confidence=round(confidence + 0.1, 2) if labelled else confidence,
                 reason=f"{category.capitalize()} from {_step_phrase(step_name, step_type)}.",
-                evidence=clean if len(clean) <= 200 else clean[:199] + "…",
+                evidence=clip(clean, 200),
             )
         )
     return proposals

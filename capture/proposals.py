@@ -13,16 +13,6 @@ from typing import Any
 
 KINDS: tuple[str, ...] = ("fact", "preference", "decision", "note")
 SCOPES: tuple[str, ...] = ("user", "project")
-OBSERVATION_CATEGORIES: tuple[str, ...] = ("finding", "insight", "lesson")
-DEFAULT_TAXONOMY: tuple[str, ...] = (
-    "coding-preferences",
-    "project-conventions",
-    "architectural-decisions",
-    "user-facts",
-    "corrections",
-    "patterns",
-    *OBSERVATION_CATEGORIES,
-)
 
 MAX_CONTENT_CHARS = 2000
 DEFAULT_IMPORTANCE = 0.5

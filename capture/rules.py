@@ -22,6 +22,7 @@ from typing import Any
 from capture.proposals import ProposedMemory
 from capture.redaction import find_secrets
 from capture.text import (
+    clip,
     finish_sentence,
     is_hedged,
     is_question,
@@ -429,7 +430,7 @@ def _assemble(content: str, base: _Reading, readings: list[_Reading], evidence: 
         importance=max(r.importance for r in overrides),
         confidence=max(r.confidence for r in overrides),
         reason=next((r.reason for r in reversed(overrides) if r.reason), "The user stated it."),
-        evidence=evidence if len(evidence) <= 200 else evidence[:199] + "…",
+        evidence=clip(evidence, 200),
     )
 
 

@@ -7,6 +7,7 @@ only ever sees, links to or de-duplicates against memories its user may see.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -22,8 +23,9 @@ from memoryhub.errors import NotFound
 from retrieval.embedders import EmbedderError, embedder_for_model
 from retrieval.embedding import active_model, embed_texts
 
-# Statuses a new memory may duplicate: a superseded or archived memory saying the same
-# thing does not stop a user from coming back to an old preference.
+# Live memories: those the classifier may supersede or link to, and those a new memory may
+# duplicate (a superseded or archived memory saying the same thing does not stop a user from
+# coming back to an old preference).
 LIVE_STATUSES = (Status.ACTIVE, Status.PENDING_REVIEW)
 NEAR_DUPLICATE_SIMILARITY = 0.95
 
@@ -47,6 +49,31 @@ def memories_for_classifier(*, project: Project, user_id: str, limit: int) -> li
     """The live memories the classifier may supersede or link to, newest first."""
     queryset = memories_visible(project=project, user_id=user_id).filter(status__in=LIVE_STATUSES)
     return list(queryset.only("id", "category", "content", "scope", "status").order_by("-created_at")[:limit])
+
+
+def still_visible(*, project: Project, user_id: str, memory_ids: Sequence[str]) -> list[str]:
+    """Those of ``memory_ids`` the user can still see (none deleted meanwhile), in their order."""
+    ids = [mid for mid in dict.fromkeys(memory_ids) if _as_uuid(mid) is not None]
+    visible = memories_visible(project=project, user_id=user_id).filter(pk__in=ids)
+    found = set(visible.values_list("pk", flat=True))
+    return [mid for mid in ids if _as_uuid(mid) in found]
+
+
+def live_head(*, project: Project, user_id: str, memory_id: str) -> Memory | None:
+    """Memory ``memory_id`` if it can still be superseded: visible to the user, live, and the
+    head of its chain; None when it was deleted, archived or superseded meanwhile."""
+    pk = _as_uuid(memory_id)
+    if pk is None:
+        return None
+    queryset = memories_visible(project=project, user_id=user_id).filter(status__in=LIVE_STATUSES)
+    return queryset.select_related("project").filter(pk=pk, superseded_by__isnull=True).first()
+
+
+def _as_uuid(value: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        return None
 
 
 def memory_written_by_job(*, job: CaptureJob, content: str) -> Memory | None:

@@ -26,7 +26,6 @@ from capture.proposals import ProposedMemory
 from capture.window import clean_window
 from memories import conversations
 from memories.models import CapturePolicy, Memory, Project, Status
-from memories.selectors import memory_get_visible
 from memories.services import MemoryDraft, memory_create, memory_supersede
 from memoryhub.errors import Conflict, Invalid, NotFound, PayloadTooLarge
 
@@ -263,10 +262,10 @@ def _write_one(job: CaptureJob, item: Mapping[str, Any], finder: selectors.NearD
         detail = f"cosine similarity {near.similarity:.3f} to an existing memory"
         return {"outcome": "near_duplicate", "memory_id": near.memory_id, "detail": detail}
     try:
-        memory = _store(job, proposal)
+        memory, detail = _store(job, proposal)
     except (Invalid, PayloadTooLarge, Conflict, NotFound) as error:
         return {"outcome": "failed", "memory_id": None, "detail": error.message}
-    return {"outcome": "created", "memory_id": str(memory.pk), "status": memory.status, "detail": ""}
+    return {"outcome": "created", "memory_id": str(memory.pk), "status": memory.status, "detail": detail}
 
 
 def proposal_from(item: Mapping[str, Any]) -> ProposedMemory:
@@ -284,23 +283,36 @@ def policy_status(*, project: Project, confidence: float) -> str:
     return Status.ACTIVE
 
 
-def _store(job: CaptureJob, proposal: ProposedMemory) -> Memory:
+def _store(job: CaptureJob, proposal: ProposedMemory) -> tuple[Memory, str]:
+    """Write ``proposal``; returns the memory and a note on what of the proposal was not applied.
+
+    The extractor saw the user's memories a while ago: one it links to may have been deleted
+    since, and one it supersedes deleted, archived or superseded. Such targets are dropped
+    (the memory is then written as a plain new one) rather than failing the whole item.
+    """
     status = policy_status(project=job.project, confidence=proposal.confidence)
     extractor = str(job.payload.get("extractor", ""))
     actor = f"{'classifier' if extractor in LLM_EXTRACTORS else 'rules'}:{job.pk}"
     draft = memory_draft(job, proposal)
-    if proposal.supersedes and status == Status.ACTIVE:
-        old = memory_get_visible(project=job.project, user_id=job.user_id, memory_id=proposal.supersedes)
-        draft.scope = old.scope  # a successor keeps its predecessor's scope
-        return memory_supersede(memory=old, draft=draft, actor=actor, reason=proposal.reason)
+    related = selectors.still_visible(project=job.project, user_id=job.user_id, memory_ids=proposal.related)
+    draft.related = [(memory_id, "related") for memory_id in related]
+    old = None
     if proposal.supersedes:
-        # Superseding takes effect on approval; until then the proposal only records it.
-        draft.metadata["proposed_supersedes"] = proposal.supersedes
-    try:
-        return memory_create(project=job.project, draft=draft, actor=actor, status=status, embed_inline=False)
-    except NotFound:  # a related memory was deleted since the classifier saw it
-        draft.related = []
-        return memory_create(project=job.project, draft=draft, actor=actor, status=status, embed_inline=False)
+        old = selectors.live_head(project=job.project, user_id=job.user_id, memory_id=proposal.supersedes)
+    notes = []
+    if proposal.supersedes and old is None:
+        notes.append(f"written as a new memory: {proposal.supersedes} was superseded, archived or deleted since")
+    if gone := [memory_id for memory_id in proposal.related if memory_id not in related]:
+        notes.append(f"not linked to {', '.join(gone)}: deleted since")
+    if old is not None and status == Status.ACTIVE:
+        draft.scope = old.scope  # a successor keeps its predecessor's scope
+        memory = memory_supersede(memory=old, draft=draft, actor=actor, reason=proposal.reason)
+    else:
+        if old is not None:
+            # Superseding takes effect on approval; until then the proposal only records it.
+            draft.metadata["proposed_supersedes"] = proposal.supersedes
+        memory = memory_create(project=job.project, draft=draft, actor=actor, status=status, embed_inline=False)
+    return memory, "; ".join(notes)
 
 
 def memory_draft(job: CaptureJob, proposal: ProposedMemory) -> MemoryDraft:

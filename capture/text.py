@@ -237,6 +237,11 @@ def conjugate(verb: str) -> str:
     return verb + "s"
 
 
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, an ellipsis marking a cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def finish_sentence(text: str) -> str:
     """One clean sentence: single spaces, capital first letter, exactly one final period."""
     text = " ".join(text.split()).strip(" ,;:-—")

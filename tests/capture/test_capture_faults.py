@@ -7,6 +7,7 @@ the LLM is the real loopback chat server; nothing in the pipeline is patched.
 from __future__ import annotations
 
 import json
+import time
 from contextlib import contextmanager
 from datetime import timedelta
 
@@ -219,3 +220,23 @@ def test_capture_accepted_while_the_broker_is_down_is_processed_once_it_is_back(
     with celery_worker():
         assert wait_until(lambda: job_status(job) == "done")
     assert list(Memory.objects.values_list("content", flat=True)) == ["The user prefers tabs over spaces in Python."]
+
+
+def test_queueing_embeddings_while_the_broker_is_down_neither_waits_nor_raises(tmp_path, caplog):
+    from capture.tasks import EMBED_CHUNK, MESSAGE_EMBED_CHUNK, queue_embedding, queue_message_embedding
+
+    purge_queue()
+    ids = [f"id-{n}" for n in range(3 * max(EMBED_CHUNK, MESSAGE_EMBED_CHUNK))]
+    with broker_at(f"redis+socket://{tmp_path}/no-broker-here.sock"):
+        started = time.monotonic()
+        queue_embedding(ids)
+        queue_message_embedding(ids)
+        elapsed = time.monotonic() - started
+    # A hang guard, not a speed target: one failed attempt takes ~0.03 s, while connection
+    # retries (``retry=False`` in kombu 5.7) took 6 s per call, 12 s here.
+    assert elapsed < 3, "publishing must not wait for a broker that is down"
+    assert redis_client().llen("celery") == 0
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 2  # one per call: the first chunk that fails stops the rest
+    assert f"{len(ids)} memories wait for the embedding sweeper" in warnings[0]
+    assert f"{len(ids)} messages wait for the message-embedding sweeper" in warnings[1]

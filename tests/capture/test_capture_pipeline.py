@@ -142,6 +142,79 @@ def test_related_ids_of_the_users_memories_become_links(api, llm, make_memory):
     )
 
 
+def _classified(api: Any, llm: Any, *items: dict[str, Any]) -> CaptureJob:
+    """A job whose proposals are recorded but not yet written (the LLM call is in between)."""
+    llm.script_chat(reply(*items))
+    claimed = services.capture_job_claim(job_id=str(submit(api).pk))
+    return services.capture_job_record_extraction(job=claimed, extraction=extract(claimed))
+
+
+def _supersede_via_api(memory_id: str) -> Memory:
+    draft = memory_services.MemoryDraft(user_id="alice", content="Alice prefers two-space indents.")
+    return memory_services.memory_supersede(memory=Memory.objects.get(pk=memory_id), draft=draft, actor="user:rita")
+
+
+def _delete(memory_id: str) -> None:
+    memory_services.memory_delete(memory=Memory.objects.get(pk=memory_id), actor="user:rita")
+
+
+def _archive(memory_id: str) -> None:
+    memory_services.memory_archive(memory=Memory.objects.get(pk=memory_id), actor="user:rita")
+
+
+@pytest.mark.parametrize("change", [_supersede_via_api, _delete, _archive])
+def test_a_supersede_whose_target_changed_before_the_write_is_written_as_a_new_memory(api, llm, make_memory, change):
+    old = make_memory(content="Alice prefers spaces.", category="coding-preferences")
+    other = make_memory(content="Alice writes Python.")
+    job = _classified(
+        api,
+        llm,
+        item("The user now prefers tabs over spaces.", supersedes=old["id"], related=[other["id"]]),
+        item("The user works from Berlin.", "user-facts"),
+    )
+    change(old["id"])
+    existing = {m.pk: m.status for m in Memory.objects.all()}
+    job = services.capture_job_write_memories(job=job)
+    assert (job.status, job.error, [i["outcome"] for i in job.proposals]) == ("done", "", ["created", "created"])
+    new = Memory.objects.get(pk=job.memory_ids[0])
+    assert (new.content, new.status, new.version, new.supersedes_id) == (
+        "The user now prefers tabs over spaces.",
+        "active",
+        1,
+        None,
+    )
+    assert "proposed_supersedes" not in new.metadata
+    assert old["id"] in job.proposals[0]["detail"] and job.proposals[0]["supersedes"] == old["id"]
+    edges = MemoryEdge.objects.filter(from_memory=new).values_list("to_memory_id", "relationship")
+    assert [(str(target), relationship) for target, relationship in edges] == [(other["id"], "related")]
+    # Nothing lost: both proposals are written, and every memory already there is left as it was.
+    assert len(job.memory_ids) == 2
+    assert {m.pk: m.status for m in Memory.objects.exclude(pk__in=job.memory_ids)} == existing
+
+
+def test_a_related_memory_deleted_before_the_write_is_left_out_and_the_rest_is_linked(api, llm, make_memory):
+    gone, kept = make_memory(content="Alice uses Vim."), make_memory(content="Alice writes Python.")
+    job = _classified(api, llm, item("The user prefers pytest fixtures.", related=[gone["id"], kept["id"]]))
+    _delete(gone["id"])
+    job = services.capture_job_write_memories(job=job)
+    [result] = job.proposals
+    assert (job.status, job.error, result["outcome"]) == ("done", "", "created")
+    assert result["detail"] == f"not linked to {gone['id']}: deleted since"
+    edges = MemoryEdge.objects.filter(from_memory_id=result["memory_id"])
+    assert [str(e.to_memory_id) for e in edges] == [kept["id"]]
+
+
+def test_under_the_review_policy_a_supersede_of_a_target_gone_meanwhile_is_not_proposed(api, llm, make_memory):
+    old = make_memory(content="Alice prefers spaces.")
+    Project.objects.filter(pk=api.project.pk).update(capture_policy="review")
+    job = _classified(api, llm, item("The user now prefers tabs.", supersedes=old["id"]))
+    _delete(old["id"])
+    job = services.capture_job_write_memories(job=job)
+    new = Memory.objects.get(pk=job.memory_ids[0])
+    assert (new.status, new.supersedes_id, "proposed_supersedes" in new.metadata) == ("pending_review", None, False)
+    assert job.proposals[0]["detail"].startswith("written as a new memory")
+
+
 def test_an_exact_duplicate_of_an_existing_memory_is_skipped(api, llm, make_memory):
     old = make_memory(content="The user prefers pytest fixtures.")
     llm.script_chat(reply(item("the user prefers   PYTEST fixtures.")))

@@ -13,7 +13,8 @@ from capture.classifier import (
     parse_classifier_output,
     validate_items,
 )
-from capture.proposals import DEFAULT_TAXONOMY, ProposedMemory
+from capture.proposals import ProposedMemory
+from memories.models import DEFAULT_TAXONOMY
 
 WINDOW = [
     {"role": "user", "content": "I prefer tabs. My key is sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"},
