@@ -8,4 +8,4 @@ COPY . .
 RUN DATABASE_URL=postgresql://build@localhost/build REDIS_URL=redis://localhost:6379/0 \
     python manage.py collectstatic --noinput
 EXPOSE 8000
-CMD ["gunicorn", "memoryhub.wsgi:application", "--config", "python:memoryhub.gunicorn_conf", "--bind", "0.0.0.0:8000", "--workers", "3", "--threads", "4", "--worker-class", "gthread"]
+CMD ["gunicorn", "memoryhub.wsgi:application", "--config", "python:memoryhub.gunicorn_conf", "--bind", "0.0.0.0:8000"]

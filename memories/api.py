@@ -64,14 +64,23 @@ def _draft(body: MemoryIn | SupersedeIn, *, scope: str) -> services.MemoryDraft:
 @router.post("/memories", response={201: MemoryOut, **ERRORS})
 def create_memory(request: HttpRequest, body: MemoryIn) -> Status[Any]:
     """Create one memory. It is embedded before the answer when the embedder is up."""
-    project = api_key(request).project
-    draft = _draft(body, scope=body.scope)
     if body.supersedes:
-        old = selectors.memory_get_visible(project=project, user_id=body.user_id, memory_id=body.supersedes)
-        memory = services.memory_supersede(memory=old, draft=draft, actor=actor(request))
-    else:
-        memory = services.memory_create(project=project, draft=draft, actor=actor(request))
+        # The same operation as POST /memories/{id}/supersede: a scope left out is the old one's.
+        scope = body.scope if "scope" in body.model_fields_set else None
+        return Status(201, _supersede(request, body.supersedes, body, scope=scope, reason=""))
+    memory = services.memory_create(
+        project=api_key(request).project, draft=_draft(body, scope=body.scope), actor=actor(request)
+    )
     return Status(201, _fresh(request, body.user_id, memory.pk))
+
+
+def _supersede(
+    request: HttpRequest, memory_id: str, body: MemoryIn | SupersedeIn, *, scope: str | None, reason: str
+) -> dict[str, Any]:
+    old = selectors.memory_get_visible(project=api_key(request).project, user_id=body.user_id, memory_id=memory_id)
+    draft = _draft(body, scope=scope or old.scope)
+    new = services.memory_supersede(memory=old, draft=draft, actor=actor(request), reason=reason)
+    return _fresh(request, body.user_id, new.pk)
 
 
 @router.post("/memories/bulk", response={201: BulkOut, **ERRORS})
@@ -143,14 +152,11 @@ def memory_history(request: HttpRequest, memory_id: str, user_id: UserId) -> dic
             }
             for r in revisions
         ],
-        "chain": [_fresh(request, user_id, m.pk) for m in chain],
+        "chain": [memory_out(m) for m in chain],
     }
 
 
 @router.post("/memories/{memory_id}/supersede", response={201: MemoryOut, **ERRORS})
 def supersede_memory(request: HttpRequest, memory_id: str, body: SupersedeIn) -> Status[Any]:
     """Write a new version; the old one becomes ``superseded`` (409 if it already is)."""
-    old = selectors.memory_get_visible(project=api_key(request).project, user_id=body.user_id, memory_id=memory_id)
-    draft = _draft(body, scope=body.scope or old.scope)
-    new = services.memory_supersede(memory=old, draft=draft, actor=actor(request), reason=body.reason)
-    return Status(201, _fresh(request, body.user_id, new.pk))
+    return Status(201, _supersede(request, memory_id, body, scope=body.scope, reason=body.reason))

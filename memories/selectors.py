@@ -11,11 +11,14 @@ from __future__ import annotations
 import base64
 import binascii
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.contrib.postgres.search import SearchQuery
+from django.db import connection
 from django.db.models import Prefetch, Q, QuerySet
+from django.db.models.functions import Now
 
 from memories.models import Memory, MemoryEdge, MemoryRevision, Project, Scope, Status
 from memoryhub.errors import Invalid, NotFound
@@ -29,6 +32,13 @@ def visible_q(*, user_id: str, prefix: str = "") -> Q:
 def memories_visible(*, project: Project, user_id: str) -> QuerySet[Memory]:
     """Every memory of ``project`` that ``user_id`` may see (any status but deleted)."""
     return Memory.objects.filter(project=project).filter(visible_q(user_id=user_id)).exclude(status=Status.DELETED)
+
+
+def memories_live(*, project: Project, user_id: str) -> QuerySet[Memory]:
+    """What retrieval may return to ``user_id``: visible, active and not expired (the hybrid
+    statement in retrieval/search.py applies the same rule in SQL)."""
+    unexpired = Q(expires_at__isnull=True) | Q(expires_at__gt=Now())
+    return memories_visible(project=project, user_id=user_id).filter(unexpired, status=Status.ACTIVE)
 
 
 def with_relations(queryset: QuerySet[Memory], *, user_id: str) -> QuerySet[Memory]:
@@ -110,20 +120,55 @@ def memory_history(*, memory: Memory, user_id: str) -> tuple[list[MemoryRevision
     return revisions, supersede_chain(memory=memory, user_id=user_id)
 
 
+# Supersede chains are walked in SQL, one recursive query per direction, whatever their length.
+_OLDER_VERSIONS = """
+WITH RECURSIVE walk(head, id, depth) AS (
+    SELECT id, supersedes_id, 1 FROM memories_memory WHERE id = ANY(%s::uuid[]) AND supersedes_id IS NOT NULL
+    UNION ALL
+    SELECT w.head, m.supersedes_id, w.depth + 1 FROM walk w JOIN memories_memory m ON m.id = w.id
+    WHERE m.supersedes_id IS NOT NULL AND w.depth < 1000
+)
+SELECT head::text, id::text FROM walk ORDER BY head, depth
+"""
+_NEWER_VERSIONS = """
+WITH RECURSIVE walk(id, depth) AS (
+    SELECT id, 1 FROM memories_memory WHERE supersedes_id = %s
+    UNION ALL
+    SELECT m.id, w.depth + 1 FROM walk w JOIN memories_memory m ON m.supersedes_id = w.id WHERE w.depth < 1000
+)
+SELECT id::text FROM walk ORDER BY depth
+"""
+
+
+def older_versions(*, project: Project, memories: Sequence[Memory], user_id: str) -> dict[str, list[Memory]]:
+    """Each memory's older versions that ``user_id`` may see, newest first, loaded with what the
+    API shows (a fixed number of queries for any number of memories and versions)."""
+    heads = [str(m.pk) for m in memories if m.supersedes_id]
+    if not heads:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(_OLDER_VERSIONS, [heads])
+        rows = cursor.fetchall()
+    loaded = _visible_by_id(project=project, user_id=user_id, ids=[pk for _, pk in rows])
+    chains: dict[str, list[Memory]] = {}
+    for head, pk in rows:
+        if pk in loaded:
+            chains.setdefault(head, []).append(loaded[pk])
+    return chains
+
+
 def supersede_chain(*, memory: Memory, user_id: str) -> list[Memory]:
     """The versions linked to ``memory`` by supersede that ``user_id`` may see, oldest first."""
-    older: list[Memory] = []
-    current = memory
-    while current.supersedes_id is not None:
-        previous = Memory.objects.filter(pk=current.supersedes_id).first()
-        if previous is None:
-            break
-        older.append(previous)
-        current = previous
-    newer: list[Memory] = []
-    current = memory
-    while (successor := Memory.objects.filter(supersedes=current).first()) is not None:
-        newer.append(successor)
-        current = successor
-    chain = [*reversed(older), memory, *newer]
-    return [m for m in chain if m.status != Status.DELETED and (m.scope == Scope.PROJECT or m.user_id == user_id)]
+    older = older_versions(project=memory.project, memories=[memory], user_id=user_id).get(str(memory.pk), [])
+    with connection.cursor() as cursor:
+        cursor.execute(_NEWER_VERSIONS, [memory.pk])
+        newer_ids = [pk for (pk,) in cursor.fetchall()]
+    loaded = _visible_by_id(project=memory.project, user_id=user_id, ids=newer_ids)
+    return [*reversed(older), memory, *(loaded[pk] for pk in newer_ids if pk in loaded)]
+
+
+def _visible_by_id(*, project: Project, user_id: str, ids: Sequence[str]) -> dict[str, Memory]:
+    if not ids:
+        return {}
+    rows = with_relations(memories_visible(project=project, user_id=user_id), user_id=user_id).filter(pk__in=ids)
+    return {str(m.pk): m for m in rows}

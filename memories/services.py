@@ -353,8 +353,20 @@ def edge_link(*, source: Memory, target: Memory, relationship: str, actor: str) 
     with transaction.atomic(durable=True):
         edge = _create_edge(source, target, relationship=relationship, actor=actor)
         before = snapshot(source)
-        _revision(source, action="link", before=before, actor=actor, reason=f"{relationship} -> {target.pk}")
+        _revision(
+            source,
+            action="link",
+            before=before,
+            actor=actor,
+            reason=f"{relationship} -> {_edge_target(source, target)}",
+        )
     return edge
+
+
+def _edge_target(source: Memory, target: Memory) -> str:
+    """How a link's target is named in the source's history, which everyone who sees the source
+    can read: a shared memory's link to one user's memory must not give away that memory's id."""
+    return str(target.pk) if target.scope == Scope.PROJECT or source.scope == Scope.USER else "a user-scope memory"
 
 
 def edge_unlink(*, source: Memory, target: Memory, relationship: str | None, actor: str) -> int:
@@ -365,7 +377,13 @@ def edge_unlink(*, source: Memory, target: Memory, relationship: str | None, act
             edges = edges.filter(relationship=relationship)
         count, _ = edges.delete()
         if count:
-            _revision(source, action="unlink", before=snapshot(source), actor=actor, reason=f"-> {target.pk}")
+            _revision(
+                source,
+                action="unlink",
+                before=snapshot(source),
+                actor=actor,
+                reason=f"-> {_edge_target(source, target)}",
+            )
     return count
 
 

@@ -32,7 +32,7 @@ class ApiKeyAuth(HttpBearer):
 
     def authenticate(self, request: HttpRequest, token: str) -> ApiKey | None:
         key = (
-            ApiKey.objects.select_related("project", "project__team")
+            ApiKey.objects.select_related("project")
             .filter(key_hash=hash_api_key(token), revoked_at__isnull=True)
             .first()
         )

@@ -1,8 +1,18 @@
-"""gunicorn settings shared by `make run`, bench_retrieve and the Docker image."""
+"""gunicorn settings shared by `make run`, bench_retrieve and the Docker image.
+
+Callers add only where to listen and how much to log.
+"""
 
 from __future__ import annotations
 
+import os
 from typing import Any
+
+workers = int(os.environ.get("WEB_CONCURRENCY", "3"))
+worker_class = "gthread"
+threads = 4
+timeout = 60
+graceful_timeout = 10
 
 
 def post_worker_init(worker: Any) -> None:

@@ -19,7 +19,6 @@ from types import FrameType
 
 def _children(port: str) -> dict[str, list[str]]:
     python = sys.executable
-    workers = os.environ.get("WEB_CONCURRENCY", "3")
     return {
         "web": [
             python,
@@ -30,16 +29,6 @@ def _children(port: str) -> dict[str, list[str]]:
             "python:memoryhub.gunicorn_conf",
             "--bind",
             f"0.0.0.0:{port}",
-            "--workers",
-            workers,
-            "--threads",
-            "4",
-            "--worker-class",
-            "gthread",
-            "--timeout",
-            "60",
-            "--graceful-timeout",
-            "10",
             "--access-logfile",
             "-",
         ],

@@ -19,11 +19,12 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 from django.db import DatabaseError, connection
+from django.db.models import Q
 
 from capture.window import clean_window, render_window
 from memories.models import Memory, MemoryEdge, Project, Status
 from memories.schemas import memory_out
-from memories.selectors import memories_visible, with_relations
+from memories.selectors import memories_live, memories_visible, older_versions, with_relations
 from retrieval import cache, calibration
 from retrieval.embedders import EmbedderError, embedder_for_model
 from retrieval.embedding import active_model, embed_texts
@@ -38,6 +39,7 @@ log = logging.getLogger(__name__)
 GRAPH_DECAY = 0.85  # a neighbour scores below the memory that led to it
 HYDE_COSINE_DISCOUNT = 0.08
 CONTEXT_MESSAGES = 3
+SEARCH_MIN_MS = 200
 
 
 @dataclass
@@ -69,6 +71,8 @@ class Trace:
     graph_paths: dict[str, tuple[str, str]] = field(default_factory=dict)
     excluded_ids: list[str] = field(default_factory=list)
     skipped_words: list[str] = field(default_factory=list)
+    # The min_score the candidates were cut at (None until scoring ran).
+    threshold: float | None = None
     query: str = ""
 
     def timed(self, stage: str, started: float) -> None:
@@ -113,7 +117,14 @@ def _run(project: Project, request: RetrieveRequest, trace: Trace, started: floa
     queries = [query, context] if context and context != query else [query]
     vectors = embed_queries([*queries, *trace.hypotheses], model=model, trace=trace)
     candidates = search(
-        project, request, query=query, model=model, vectors=vectors, query_vectors=len(queries), trace=trace
+        project,
+        request,
+        query=query,
+        model=model,
+        vectors=vectors,
+        query_vectors=len(queries),
+        deadline=started + budget_s,
+        trace=trace,
     )
     # Without query vectors the fitted model (which leans on vector evidence) would reject
     # every full-text hit; the hand-set model is built for a missing cosine.
@@ -131,7 +142,7 @@ def _run(project: Project, request: RetrieveRequest, trace: Trace, started: floa
     memories = load_memories(project, request.user_id, [memory_id for memory_id, _ in top])
     ranked = [(memories[mid], s) for mid, s in top if mid in memories]
     ranked = expand_graph(project, request, ranked, trace=trace)
-    chains = supersede_chains([m for m, _ in ranked], user_id=request.user_id)
+    chains = older_versions(project=project, memories=[m for m, _ in ranked], user_id=request.user_id)
     return build_body(ranked, chains, request=request, project=project, trace=trace)
 
 
@@ -200,8 +211,10 @@ def search(
     model: str,
     vectors: np.ndarray | None,
     query_vectors: int,
+    deadline: float,
     trace: Trace,
 ) -> list[Candidate]:
+    """The hybrid statement, limited to what is left of the request's time budget."""
     started = time.perf_counter()
     statuses = [Status.ACTIVE, Status.SUPERSEDED] if request.include_superseded else [Status.ACTIVE]
     params = SearchParams(
@@ -218,8 +231,9 @@ def search(
         max_keyword_share=float(settings.MEMORYHUB_KEYWORD_MAX_SHARE),
         keyword_row_budget=int(settings.MEMORYHUB_KEYWORD_ROW_BUDGET) or None,
     )
-    budget_ms = int(float(getattr(settings, "MEMORYHUB_RETRIEVE_BUDGET_S", 2.0)) * 1000)
-    result = hybrid_search(params, timeout_ms=budget_ms)
+    # At least SEARCH_MIN_MS: a search that starts must have a chance to finish.
+    timeout_ms = max(SEARCH_MIN_MS, int((deadline - started) * 1000))
+    result = hybrid_search(params, timeout_ms=timeout_ms)
     trace.candidates, trace.skipped_words = result.candidates, result.skipped_words
     trace.timed("search", started)
     return trace.candidates
@@ -229,24 +243,29 @@ def score(
     candidates: Sequence[Candidate], *, params: calibration.CalibrationParams, threshold: float, trace: Trace
 ) -> list[tuple[str, float]]:
     """Calibrated relevance per candidate, cut at ``threshold``, best first."""
+    trace.threshold = threshold
     scored = []
     for candidate in candidates:
-        cosine = candidate.cosine
-        if candidate.hyde_cosine is not None:
-            cosine = max(cosine if cosine is not None else -1.0, candidate.hyde_cosine - HYDE_COSINE_DISCOUNT)
-        value = calibration.relevance(
-            cosine=cosine,
-            keyword_rank_score=candidate.keyword_coverage,
-            in_vector=candidate.vector_rank is not None or candidate.hyde_rank is not None,
-            in_keyword=candidate.keyword_rank is not None,
-            fused=candidate.rrf,
-            params=params,
-        )
+        value = calibration.relevance(**relevance_inputs(candidate), params=params)
         trace.scores[candidate.memory_id] = value
         if value >= threshold:
             scored.append((candidate.memory_id, value))
     scored.sort(key=lambda pair: (-pair[1], pair[0]))
     return scored
+
+
+def relevance_inputs(candidate: Candidate) -> dict[str, Any]:
+    """The relevance model's inputs for one candidate (scoring and ``fit_calibration`` share them)."""
+    cosine = candidate.cosine
+    if candidate.hyde_cosine is not None:
+        cosine = max(cosine if cosine is not None else -1.0, candidate.hyde_cosine - HYDE_COSINE_DISCOUNT)
+    return {
+        "cosine": cosine,
+        "keyword_rank_score": candidate.keyword_coverage,
+        "in_vector": candidate.vector_rank is not None or candidate.hyde_rank is not None,
+        "in_keyword": candidate.keyword_rank is not None,
+        "fused": candidate.rrf,
+    }
 
 
 def load_memories(project: Project, user_id: str, ids: Sequence[str]) -> dict[str, Memory]:
@@ -266,7 +285,7 @@ def expand_graph(
     frontier = list(ranked)
     result = list(ranked)
     for _hop in range(max(0, request.hop_depth)):
-        neighbours = _neighbours(project, request.user_id, frontier, seen)
+        neighbours = _neighbours(project, request, frontier, seen)
         for parent_id, relationship, memory, _value in neighbours:
             trace.graph_paths[str(memory.pk)] = (parent_id, relationship)
             seen.add(str(memory.pk))
@@ -279,66 +298,42 @@ def expand_graph(
 
 
 def _neighbours(
-    project: Project, user_id: str, frontier: list[tuple[Memory, float]], seen: set[str]
+    project: Project, request: RetrieveRequest, frontier: list[tuple[Memory, float]], seen: set[str]
 ) -> list[tuple[str, str, Memory, float]]:
     if not frontier:
         return []
     parent_score = {str(m.pk): s for m, s in frontier}
-    edges = MemoryEdge.objects.filter(project=project).exclude(relationship="supersedes")
-    pairs = [
-        *[
-            (str(a), str(b), r)
-            for a, b, r in edges.filter(from_memory_id__in=list(parent_score)).values_list(
-                "from_memory_id", "to_memory_id", "relationship"
-            )
-        ],
-        *[
-            (str(b), str(a), r)
-            for a, b, r in edges.filter(to_memory_id__in=list(parent_score)).values_list(
-                "from_memory_id", "to_memory_id", "relationship"
-            )
-        ],
-    ]
+    ids = list(parent_score)
+    edges = (
+        MemoryEdge.objects.filter(project=project)
+        .exclude(relationship="supersedes")
+        .filter(Q(from_memory_id__in=ids) | Q(to_memory_id__in=ids))
+        .values_list("from_memory_id", "to_memory_id", "relationship")
+    )
+    pairs = []  # (parent, neighbour, relationship), both directions
+    for a, b, relationship in edges:
+        source, target = str(a), str(b)
+        if source in parent_score:
+            pairs.append((source, target, relationship))
+        if target in parent_score:
+            pairs.append((target, source, relationship))
     wanted = {target for _, target, _ in pairs if target not in seen}
-    visible = load_memories(project, user_id, sorted(wanted))
+    # What the search itself may return (active, unexpired, the request's kinds and categories).
+    live = memories_live(project=project, user_id=request.user_id).filter(pk__in=sorted(wanted))
+    if request.kinds:
+        live = live.filter(kind__in=request.kinds)
+    if request.categories:
+        live = live.filter(category__in=request.categories)
+    loaded = {str(m.pk): m for m in with_relations(live, user_id=request.user_id)} if wanted else {}
     found: dict[str, tuple[str, str, Memory, float]] = {}
     for parent, target, relationship in pairs:
-        memory = visible.get(target)
-        if memory is None or memory.status != Status.ACTIVE:
+        memory = loaded.get(target)
+        if memory is None:
             continue
         value = parent_score[parent] * GRAPH_DECAY
         if target not in found or found[target][3] < value:
             found[target] = (parent, relationship, memory, value)
     return sorted(found.values(), key=lambda item: -item[3])
-
-
-def supersede_chains(memories: Sequence[Memory], *, user_id: str) -> dict[str, list[Memory]]:
-    """Older versions of each memory, newest first (one recursive query for all)."""
-    heads = [m for m in memories if m.supersedes_id]
-    if not heads:
-        return {}
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            WITH RECURSIVE chain(head, prev, depth) AS (
-                SELECT id, supersedes_id, 1 FROM memories_memory WHERE id = ANY(%s::uuid[])
-                UNION ALL
-                SELECT c.head, m.supersedes_id, c.depth + 1
-                FROM chain c JOIN memories_memory m ON m.id = c.prev
-                WHERE c.depth < 50
-            )
-            SELECT head::text, prev FROM chain WHERE prev IS NOT NULL ORDER BY head, depth
-            """,
-            [[str(m.pk) for m in heads]],
-        )
-        rows = cursor.fetchall()
-    older = Memory.objects.in_bulk([prev for _, prev in rows])
-    chains: dict[str, list[Memory]] = {}
-    for head, prev in rows:
-        memory = older.get(prev)
-        if memory and memory.status != Status.DELETED and (memory.scope == "project" or memory.user_id == user_id):
-            chains.setdefault(head, []).append(memory)
-    return chains
 
 
 def build_body(
@@ -367,9 +362,9 @@ def build_body(
     ]
     packed = pack(items, token_budget=budget)
     trace.excluded_ids = packed.excluded_ids
-    included = set(packed.included_ids)
     by_id = {str(m.pk): (m, s) for m, s in ranked}
-    memories = [_memory_entry(*by_id[i], chains, trace) for i in packed.included_ids if i in included]
+    candidates = {c.memory_id: c for c in trace.candidates}
+    memories = [_memory_entry(*by_id[i], chains, candidates.get(i), trace) for i in packed.included_ids]
     trace.timed("pack", started)
     return {
         "memories": memories,
@@ -380,9 +375,10 @@ def build_body(
     }
 
 
-def _memory_entry(memory: Memory, value: float, chains: dict[str, list[Memory]], trace: Trace) -> dict[str, Any]:
+def _memory_entry(
+    memory: Memory, value: float, chains: dict[str, list[Memory]], candidate: Candidate | None, trace: Trace
+) -> dict[str, Any]:
     memory_id = str(memory.pk)
-    candidate = next((c for c in trace.candidates if c.memory_id == memory_id), None)
     matched_by = list(candidate.matched_by) if candidate else []
     if memory_id in trace.graph_paths:
         matched_by.append("graph")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from memories import services
 from memories.models import Memory
 
 
@@ -59,5 +60,31 @@ def test_history_chain_hides_versions_the_caller_cannot_see(api, make_memory):
         f"/memories/{shared['id']}/supersede", {"user_id": "mallory", "content": "The team uses Postgres 18."}
     )
     assert successor.json()["scope"] == "project"
-    chain = api.get(f"/memories/{shared['id']}/history", user_id="alice").json()["chain"]
-    assert [m["version"] for m in chain] == [1, 2]
+    third = api.post(f"/memories/{successor.json()['id']}/supersede", {"user_id": "alice", "content": "Postgres 19."})
+    # A deleted middle version and a private link on a shared version stay hidden from others.
+    api.delete(f"/memories/{successor.json()['id']}", user_id="alice")
+    private = make_memory(user_id="alice", content="Alice's private note about Postgres.")
+    services.edge_link(
+        source=Memory.objects.get(pk=shared["id"]),
+        target=Memory.objects.get(pk=private["id"]),
+        relationship="related",
+        actor="test",
+    )
+    chain = api.get(f"/memories/{third.json()['id']}/history", user_id="mallory").json()["chain"]
+    assert [m["version"] for m in chain] == [1, 3]
+    assert chain[0]["related"] == []
+    mine = api.get(f"/memories/{third.json()['id']}/history", user_id="alice").json()["chain"]
+    assert [r["id"] for r in mine[0]["related"]] == [private["id"]]
+    # The shared version's own history names the link without the private memory's id.
+    revisions = api.get(f"/memories/{shared['id']}/history", user_id="mallory").json()["revisions"]
+    assert "link" in [r["action"] for r in revisions]
+    assert private["id"] not in str(revisions)
+
+
+def test_superseding_through_post_memories_keeps_a_shared_memorys_scope(api, make_memory):
+    shared = make_memory(user_id="alice", content="Deploys happen on Fridays.", scope="project")
+    new = api.post(
+        "/memories", {"user_id": "alice", "content": "Deploys happen on Tuesdays.", "supersedes": shared["id"]}
+    )
+    assert new.status_code == 201, new.content
+    assert (new.json()["scope"], new.json()["version"]) == ("project", 2)

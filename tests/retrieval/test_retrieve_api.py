@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
+from memories import services
 from memories.models import Memory, Project
 from retrieval import embedders
 from retrieval.models import RetrievalLog
@@ -83,6 +87,20 @@ def test_superseded_memories_come_back_only_as_the_newest_versions_chain(api, al
     assert old_id not in [m["id"] for m in result["memories"]]
 
 
+def test_a_shared_older_version_in_the_chain_hides_its_links_to_private_memories(api, alice_memories, make_memory):
+    shared = make_memory(content="The team deploys on Fridays.", scope="project")
+    private = alice_memories["Alice is allergic to peanuts."]
+    services.edge_link(
+        source=Memory.objects.get(pk=shared["id"]), target=Memory.objects.get(pk=private), relationship="related",
+        actor="test",
+    )  # fmt: skip
+    api.post(f"/memories/{shared['id']}/supersede", {"user_id": "alice", "content": "The team deploys on Tuesdays."})
+    for user, expected in (("mallory", []), ("alice", [private])):
+        top = retrieve(api, user_id=user, query="When does the team deploy?", min_score=0, hop_depth=0)["memories"][0]
+        assert top["content"] == "The team deploys on Tuesdays."
+        assert [r["id"] for r in top["chain"][0]["related"]] == expected
+
+
 def test_graph_hop_brings_a_linked_memory_below_its_parent(api, alice_memories, make_memory):
     target = alice_memories["Alice is allergic to peanuts."]
     make_memory(content="Alice orders lunch for the team on Fridays.", related=[{"id": target}])
@@ -90,6 +108,17 @@ def test_graph_hop_brings_a_linked_memory_below_its_parent(api, alice_memories, 
     by_id = {m["id"]: m for m in result["memories"]}
     assert "graph" in by_id[target]["matched_by"]
     assert by_id[target]["score"] < result["memories"][0]["score"]
+
+
+def test_graph_hop_skips_what_the_search_itself_would_not_return(api, alice_memories, make_memory):
+    expired = alice_memories["Alice is allergic to peanuts."]
+    archived = alice_memories["Alice's favourite drink is green tea."]
+    Memory.objects.filter(pk=expired).update(expires_at=timezone.now() - timedelta(days=1))
+    Memory.objects.filter(pk=archived).update(status="archived")
+    make_memory(content="Alice orders lunch for the team on Fridays.", related=[{"id": expired}, {"id": archived}])
+    result = retrieve(api, query="Who orders lunch for the team on Fridays?", hop_depth=1, min_score=0)
+    returned = [m["id"] for m in result["memories"]]
+    assert expired not in returned and archived not in returned
 
 
 @hsettings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
