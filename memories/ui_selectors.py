@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AbstractBaseUser
 from django.contrib.postgres.search import SearchQuery
 from django.db.models import Aggregate, Count, FloatField, Q, QuerySet
 from django.db.models.functions import TruncDate
@@ -50,10 +50,10 @@ class Access:
         return f"user:{self.username}"
 
 
-def project_access(*, user: AbstractBaseUser | AnonymousUser, slug: str) -> Access:
-    """The person's access to the project ``slug``; Http404 unless they are a member."""
-    if not user.is_authenticated:
-        raise Http404("project not found")
+def project_access(*, user: AbstractBaseUser, slug: str) -> Access:
+    """The signed-in person's access to the project ``slug``; Http404 unless they are a member.
+
+    Only signed-in views call it (``project_view`` wraps ``signed_in``)."""
     project = Project.objects.select_related("team").filter(slug=slug).first()
     role = (
         Membership.objects.filter(team_id=project.team_id, user_id=user.pk).values_list("role", flat=True).first()

@@ -2,25 +2,33 @@
 
 ``project_view`` loads the project by slug for the signed-in person: a non-member
 gets 404 (the project might as well not exist), a member below the needed role
-gets 403. Safe methods need ``read``; anything that changes data needs ``write``.
+gets 403. Safe methods need ``read``; any other method needs ``write``, which is the
+reviewer role unless the view says otherwise (a view that must accept a viewer's POST
+names ``write=Role.VIEWER`` explicitly).
+
+Pages that answer htmx with a fragment depend on the ``HX-Request`` header, so every
+project view's response says ``Vary: HX-Request``; a history restore (htmx asking for a
+whole page after a cache miss on the back button) is not a fragment request.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from django.contrib import messages
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.utils.cache import patch_vary_headers
 from django.utils.http import url_has_allowed_host_and_scheme
 from django_htmx.http import HttpResponseClientRedirect
 
 from memories.models import Role
-from memories.ui_selectors import Access, project_access
+from memories.ui_selectors import ROLE_RANK, Access, project_access
 from memoryhub.errors import DomainError
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -46,20 +54,31 @@ def signed_in(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     return wrapper
 
 
+def _rank(role: str) -> int:
+    return ROLE_RANK[Role(role)]
+
+
 def project_view(
-    read: str = Role.VIEWER, write: str | None = None
+    read: str = Role.VIEWER, write: str = Role.REVIEWER
 ) -> Callable[[ProjectView], Callable[..., HttpResponse]]:
-    """Decorate ``view(request, access, ...)``; the URL passes the project's ``slug``."""
+    """Decorate ``view(request, access, ...)``; the URL passes the project's ``slug``.
+
+    GET, HEAD and OPTIONS need ``read``; every other method needs the higher of ``read``
+    and ``write``.
+    """
 
     def decorator(view: ProjectView) -> Callable[..., HttpResponse]:
         @signed_in
         @wraps(view)
         def wrapper(request: HttpRequest, slug: str, *args: Any, **kwargs: Any) -> HttpResponse:
-            access = project_access(user=request.user, slug=slug)
-            needed = read if request.method in SAFE_METHODS else (write or read)
+            # signed_in let only signed-in people through.
+            access = project_access(user=cast(AbstractBaseUser, request.user), slug=slug)
+            needed = read if request.method in SAFE_METHODS else max(read, write, key=_rank)
             if not access.can(needed):
                 raise PermissionDenied(f"this needs the {needed} role")
-            return view(request, access, *args, **kwargs)
+            response = view(request, access, *args, **kwargs)
+            patch_vary_headers(response, ("HX-Request",))
+            return response
 
         return wrapper
 
@@ -67,7 +86,9 @@ def project_view(
 
 
 def is_htmx(request: HttpRequest) -> bool:
-    return bool(getattr(request, "htmx", False))
+    """True for an htmx request that wants a fragment; a history restore wants the whole page."""
+    htmx = getattr(request, "htmx", None)  # None without HtmxMiddleware (e.g. RequestFactory)
+    return htmx is not None and bool(htmx) and not htmx.history_restore_request
 
 
 def next_url(request: HttpRequest, default: str) -> str:

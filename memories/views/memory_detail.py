@@ -13,7 +13,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from memories import selectors, services, ui_selectors
 from memories.forms import LinkForm, MemoryFieldsForm
-from memories.models import Memory, Role
+from memories.models import Memory, Role, Status
 from memories.views.access import Access, done, is_htmx, next_url, page_context, project_view, refuse
 from memories.views.diffing import revision_view
 from memoryhub.errors import DomainError
@@ -37,8 +37,12 @@ def fields_form(memory: Memory, data: Any = None) -> MemoryFieldsForm:
 
 
 def detail_context(access: Access, memory: Memory, **overrides: Any) -> dict[str, Any]:
-    """Everything the page shows; ``overrides`` carry a bound form with errors or the edit mode."""
-    candidates = ui_selectors.link_candidates(memory=memory)
+    """Everything the page shows; ``overrides`` carry a bound form with errors or the edit mode.
+
+    The link form's candidates are loaded only for someone who may add a link here.
+    """
+    can_link = "link_form" not in overrides and access.can(Role.REVIEWER) and memory.status != Status.DELETED
+    candidates = ui_selectors.link_candidates(memory=memory) if can_link else []
     revisions = [revision_view(r) for r in memory.revisions.order_by("-created_at", "-id")]
     context = page_context(
         access,

@@ -21,22 +21,33 @@ TEMPLATE = "memories/list.html"
 
 
 def list_context(request: HttpRequest, access: Access, query: QueryDict) -> dict[str, Any]:
-    """Filters, the current page of rows, and the forms around them."""
+    """Filters, the current page of rows, and (for the whole page only) the forms around them.
+
+    htmx requests get the ``#rows`` region alone, which needs neither the end-user
+    suggestions nor the bulk form.
+    """
     form = MemoryFilterForm(query, project=access.project)
     filters = form.filters()
     queryset = ui_selectors.memories_for_project(project=access.project, filters=filters)
     page = Paginator(queryset, PAGE_SIZE).get_page(query.get("page"))
     list_url = reverse("memories:list", args=[access.project.slug])
+    around = (
+        {}
+        if is_htmx(request)
+        else {
+            "end_users": ui_selectors.end_users(project=access.project),
+            "bulk_form": BulkForm(project=access.project),
+        }
+    )
     return page_context(
         access,
         form=form,
         filters=filters,
         query=query,
         page=page,
-        end_users=ui_selectors.end_users(project=access.project),
-        bulk_form=BulkForm(project=access.project),
         here=f"{list_url}?{query.urlencode()}" if query else list_url,
         nav="memories",
+        **around,
     )
 
 

@@ -125,7 +125,8 @@ def explain(
 
     The memories are loaded in one query whatever the number of candidates.
     """
-    threshold = default_min_score() if request.min_score is None else request.min_score
+    # The cut the engine applied (the hand-set model's when the embedder was down).
+    threshold = trace.threshold if trace.threshold is not None else default_min_score()
     candidates = {c.memory_id: c for c in trace.candidates}
     paths = trace.graph_paths
     ids = [*candidates, *(i for i in paths if i not in candidates)]

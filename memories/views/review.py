@@ -3,23 +3,28 @@ edit-then-approve, one by one or in bulk."""
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from capture.models import CaptureJob
+from capture.window import clean_window
 from memories import services, ui_selectors
 from memories.forms import MemoryFieldsForm
-from memories.models import Memory, Role, Status
+from memories.models import Memory, MemoryEdge, Role, Status
 from memories.views.access import Access, done, is_htmx, page_context, project_view, refuse
 from memoryhub.errors import DomainError
 
 TEMPLATE = "memories/review.html"
 REJECT_REASON = "rejected in review"
 EXCERPT_MESSAGES = 6
+EXCERPT_CHARS = 600
 QUEUE_LIMIT = 100
 
 
@@ -29,40 +34,57 @@ class ReviewItem:
     excerpt: str
     messages: list[dict[str, str]]
     confidence: Any
-    proposed_supersedes: Any
-    proposed_links: list[Any]
+    proposed_supersedes: uuid.UUID | None
+    proposed_links: list[MemoryEdge]
     reason: str
     form: MemoryFieldsForm
 
 
-def _window(job: Any) -> list[dict[str, str]]:
-    """The last few messages of the capture window, as role and text."""
-    window = job.window if job is not None and isinstance(job.window, list) else []
-    rows = [m for m in window if isinstance(m, dict) and m.get("content")]
-    return [{"role": str(m.get("role", "")), "content": str(m["content"])[:600]} for m in rows[-EXCERPT_MESSAGES:]]
+def _window(job: CaptureJob | None) -> list[dict[str, str]]:
+    """The last few messages of the capture window, cleaned as capture cleans it."""
+    if job is None or not isinstance(job.window, list):
+        return []
+    return [{**m, "content": m["content"][:EXCERPT_CHARS]} for m in clean_window(job.window)[-EXCERPT_MESSAGES:]]
 
 
-def review_item(memory: Memory, jobs: dict[str, Any]) -> ReviewItem:
-    """Show whatever the memory's source and metadata hold; capture's format may grow."""
+def _uuid(value: Any) -> uuid.UUID | None:
+    """``value`` as a memory id, or None when it is not one (metadata can be edited through the API)."""
+    try:
+        return uuid.UUID(str(value)) if value else None
+    except ValueError:
+        return None
+
+
+def review_item(memory: Memory, jobs: dict[str, CaptureJob]) -> ReviewItem:
+    """What capture recorded about a proposal (see capture.services.memory_draft and
+    memory_source): ``source.excerpt`` and ``source.capture_job``; ``metadata.confidence``,
+    ``reason``, ``evidence`` and ``proposed_supersedes``. Its proposed links are the links it
+    was created with."""
     source = memory.source if isinstance(memory.source, dict) else {}
     meta = memory.metadata if isinstance(memory.metadata, dict) else {}
-    links = meta.get("related") or meta.get("proposed_links") or []
     initial = {name: getattr(memory, name) for name in ("content", "kind", "category", "importance")}
     return ReviewItem(
         memory=memory,
-        excerpt=str(source.get("excerpt") or source.get("evidence") or meta.get("evidence") or ""),
+        excerpt=str(source.get("excerpt") or meta.get("evidence") or ""),
         messages=_window(jobs.get(str(source.get("capture_job")))),
         confidence=meta.get("confidence"),
-        proposed_supersedes=meta.get("supersedes") or meta.get("proposed_supersedes"),
-        proposed_links=links if isinstance(links, list) else [links],
+        proposed_supersedes=_uuid(meta.get("proposed_supersedes")),
+        proposed_links=list(memory.edges_out.all()),
         reason=str(meta.get("reason") or ""),
-        form=MemoryFieldsForm(initial=initial, project=memory.project, auto_id=f"id_{memory.pk}_%s"),
+        form=MemoryFieldsForm(initial=initial, project=memory.project),
     )
 
 
 def queue_context(access: Access, **extra: Any) -> dict[str, Any]:
     queryset = ui_selectors.review_queue(project=access.project)
-    memories = list(queryset.select_related("project")[:QUEUE_LIMIT])
+    links = (
+        MemoryEdge.objects.exclude(to_memory__status=Status.DELETED)
+        .select_related("to_memory")
+        .order_by("created_at", "pk")
+    )
+    memories = list(
+        queryset.select_related("project").prefetch_related(Prefetch("edges_out", queryset=links))[:QUEUE_LIMIT]
+    )
     jobs = ui_selectors.capture_jobs_by_id(project=access.project, memories=memories)
     items = [review_item(m, jobs) for m in memories]
     total = queryset.count() if len(memories) == QUEUE_LIMIT else len(memories)
@@ -132,12 +154,20 @@ def review_bulk(request: HttpRequest, access: Access) -> HttpResponse:
         return refuse(request, "Choose approve or reject.", back=back, status=422)
     memories = ui_selectors.memories_by_ids(project=access.project, ids=request.POST.getlist("ids"))
     pending = [m for m in memories if m.status == Status.PENDING_REVIEW]
+    changed = 0
     for memory in pending:
-        if action == "approve":
-            services.memory_approve(memory=memory, actor=access.actor)
-        else:
-            services.memory_delete(memory=memory, actor=access.actor, reason=REJECT_REASON)
-    text = f"{'Approved' if action == 'approve' else 'Rejected'} {len(pending)} memories."
+        # Another reviewer may have acted on it since the page was drawn: skip it and say so.
+        try:
+            if action == "approve":
+                services.memory_approve(memory=memory, actor=access.actor)
+            else:
+                services.memory_delete(memory=memory, actor=access.actor, reason=REJECT_REASON)
+        except DomainError:
+            continue
+        changed += 1
+    text = f"{'Approved' if action == 'approve' else 'Rejected'} {changed} of {len(memories)} memories."
+    if skipped := len(memories) - changed:
+        text += f" {skipped} {'was' if skipped == 1 else 'were'} no longer waiting for review."
     if not is_htmx(request):
         return done(request, text, back=back)
     return render(request, f"{TEMPLATE}#queue", queue_context(access, notice=text))

@@ -235,3 +235,17 @@ def test_a_signed_out_htmx_request_is_sent_to_the_login_page_as_a_full_navigatio
     assert response["HX-Redirect"].startswith("/accounts/login/?next=")
     assert "status%3Dactive" in response["HX-Redirect"] or "status=active" in response["HX-Redirect"]
     assert case.method == "get" or not case.changed()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("page", ["/", "/memories/", "/review/", "/playground/"])
+def test_a_viewer_cannot_post_to_a_read_level_page(client_as, memory_factory, project, page):
+    # Read-level views need the reviewer role for anything but GET/HEAD/OPTIONS, so a
+    # viewer's POST is refused before the view runs, whatever the view does with it.
+    memory = memory_factory("Untouched by a viewer.")
+    pending = memory_factory("Still waiting.", status=Status.PENDING_REVIEW)
+    before = list(Memory.objects.order_by("pk").values_list("pk", "status", "content", "updated_at"))
+    data = {"action": "approve", "ids": [str(memory.pk), str(pending.pk)], "content": "changed"}
+    response = client_as("viewer").post(f"/p/{project.slug}{page}", data)
+    assert response.status_code == 403
+    assert list(Memory.objects.order_by("pk").values_list("pk", "status", "content", "updated_at")) == before

@@ -193,3 +193,23 @@ def test_a_viewer_asks_in_the_browser_and_sees_the_ranked_table(page, live_serve
     assert "user=alice" in page.url  # htmx pushed the real GET URL
     page.set_viewport_size({"width": 390, "height": 844})
     assert page.evaluate("document.documentElement.scrollWidth") <= 390  # no sideways scrolling on a phone
+
+
+@pytest.mark.django_db
+def test_with_the_embedder_down_the_page_shows_the_cut_the_engine_applied(
+    client_as, project, facts, settings, fake_openai
+):
+    from retrieval import calibration, embedders
+    from tests.support.openai_server import Fault
+
+    settings.MEMORYHUB_LLM_BASE_URL, settings.OPENAI_API_KEY = fake_openai.base_url, "k"
+    Project.objects.filter(pk=project.pk).update(active_embedding_model="fake-embed")
+    embedders.reset_embedder_cache()
+    fake_openai.script_embeddings(Fault(status=503))
+    try:
+        results = ask(client_as("viewer"), project).context["results"]
+    finally:
+        embedders.reset_embedder_cache()
+    assert "embedder_unavailable" in results["body"]["degraded"]
+    assert results["threshold"] == calibration.DEFAULT_MIN_SCORE
+    assert results["rows"][0].memory.content == DEPLOY and results["rows"][0].passed

@@ -35,7 +35,19 @@ def test_the_memory_list_costs_the_same_queries_for_5_and_50_rows(
         memory_factory(f"Bigger list memory {i}.", user_id=f"user-{i}")
     with django_assert_max_num_queries(few):
         client.get(url)
-    assert count_queries(client, url, headers=HTMX) <= few
+    # The rows region needs neither the end-user suggestions nor the bulk form.
+    assert count_queries(client, url, headers=HTMX) <= few - 1
+
+
+def test_the_memory_page_loads_link_candidates_only_for_people_who_may_link(client_as, memory_factory, project):
+    memory = memory_factory("Linkable.")
+    for i in range(5):
+        memory_factory(f"Candidate {i}.")
+    url = f"/p/{project.slug}/memories/{memory.pk}/"
+    viewer, reviewer = client_as("viewer"), client_as("reviewer")
+    assert count_queries(viewer, url) <= count_queries(reviewer, url) - 1
+    assert len(reviewer.get(url).context["link_form"].fields["target"].choices) == 5
+    assert not viewer.get(url).context["link_form"].fields["target"].choices
 
 
 def test_the_review_queue_costs_the_same_queries_for_5_and_50_proposals(
@@ -100,6 +112,25 @@ def test_an_htmx_request_for_the_list_gets_only_the_rows_region(client_as, memor
     body = response.content.decode()
     assert 'id="rows"' in body and "Only rows please." in body
     assert "<html" not in body and 'id="filters"' not in body
+
+
+def test_an_htmx_history_restore_of_the_list_gets_the_whole_page(client_as, memory_factory, project):
+    # Back button after a history-cache miss: htmx asks again with HX-Request and swaps the
+    # answer into <body>, so it must be the whole page, not the rows region.
+    memory_factory("Back again.")
+    headers = {**HTMX, "HX-History-Restore-Request": "true"}
+    response = client_as("viewer").get(f"/p/{project.slug}/memories/", {"status": "active"}, headers=headers)
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "<html" in body and 'id="filters"' in body and "Back again." in body
+
+
+def test_project_pages_vary_on_hx_request(client_as, project):
+    client = client_as("viewer")
+    for url in (f"/p/{project.slug}/memories/", f"/p/{project.slug}/review/", f"/p/{project.slug}/captures/"):
+        for headers in ({}, HTMX):
+            vary = client.get(url, headers=headers)["Vary"]
+            assert "HX-Request" in [v.strip() for v in vary.split(",")], (url, vary)
 
 
 def test_deleted_memories_are_listed_only_when_asked_for(client_as, memory_factory, project):
@@ -226,6 +257,90 @@ def test_the_review_queue_shows_the_excerpt_the_window_and_the_proposal(client_a
     page = client_as("viewer").get(f"/p/{project.slug}/review/").content.decode()
     for shown in ("always use dark mode", "I always use dark mode.", "confidence 0.64", "explicit preference"):
         assert shown in page
+
+
+def test_the_review_card_shows_the_cleaned_window_and_the_memorys_own_links(client_as, memory_factory, project):
+    job = CaptureJob.objects.create(
+        project=project,
+        user_id="alice",
+        trigger="turn",
+        created_by="t",
+        window=[
+            {"role": "system", "content": "You are a helpful assistant."},
+            {"role": "user", "content": "Please remember I use vim."},
+            {"role": "tool", "content": "tool output that is no conversation"},
+            {"role": "assistant", "content": 'Noted.<tool_call>{"name": "remember_tool"}</tool_call>'},
+        ],
+    )
+    target = memory_factory("The user writes Python.")
+    memory_factory(
+        "The user uses vim.",
+        status=Status.PENDING_REVIEW,
+        source={"capture_job": str(job.pk)},
+        metadata={"evidence": "I use vim", "related": ["not-a-link"]},
+        related=[(str(target.pk), "related")],
+    )
+    page = client_as("viewer").get(f"/p/{project.slug}/review/").content.decode()
+    assert "Please remember I use vim." in page and "Noted." in page and "I use vim" in page
+    assert "helpful assistant" not in page and "tool output" not in page and "remember_tool" not in page
+    assert f'href="/p/{project.slug}/memories/{target.pk}/">The user writes Python.</a>' in page
+    assert "not-a-link" not in page
+
+
+@pytest.mark.parametrize("garbage", ["x", 42, ["a", "b"], {"id": 1}, "00000000-0000-0000-0000-00000000000z"])
+def test_a_garbage_proposed_supersedes_does_not_break_the_review_queue(client_as, memory_factory, project, garbage):
+    # API keys can edit metadata: whatever it holds, the queue renders.
+    memory_factory(
+        "Proposed with odd metadata.", status=Status.PENDING_REVIEW, metadata={"proposed_supersedes": garbage}
+    )
+    response = client_as("reviewer").get(f"/p/{project.slug}/review/")
+    assert response.status_code == 200
+    assert "Proposed with odd metadata." in response.content.decode()
+    assert "Proposes to supersede" not in response.content.decode()
+
+
+def test_a_valid_proposed_supersedes_links_to_the_old_memory(client_as, memory_factory, project):
+    old = memory_factory("The user likes tea.")
+    memory_factory(
+        "The user likes green tea.", status=Status.PENDING_REVIEW, metadata={"proposed_supersedes": str(old.pk)}
+    )
+    page = client_as("viewer").get(f"/p/{project.slug}/review/").content.decode()
+    assert f'Proposes to supersede <a href="/p/{project.slug}/memories/{old.pk}/">' in page
+
+
+def test_bulk_approve_skips_memories_another_reviewer_already_approved(client_as, memory_factory, project, monkeypatch):
+    from memories.views import review
+
+    old = memory_factory("The user lives in Paris.")
+    ahead = memory_factory("Approved before the page was sent.", status=Status.PENDING_REVIEW)
+    raced = memory_factory(
+        "Approved while the bulk ran.", status=Status.PENDING_REVIEW, metadata={"proposed_supersedes": str(old.pk)}
+    )
+    others = [memory_factory(f"Still waiting {i}.", status=Status.PENDING_REVIEW) for i in range(2)]
+    services.memory_approve(memory=ahead, actor="user:someone-else")
+    loaded = review.ui_selectors.memories_by_ids
+
+    def load_then_race(**kwargs):
+        memories = loaded(**kwargs)  # ``raced`` is still pending in these objects ...
+        services.memory_approve(memory=Memory.objects.get(pk=raced.pk), actor="user:someone-else")  # ... not any more
+        return memories
+
+    monkeypatch.setattr(review.ui_selectors, "memories_by_ids", load_then_race)
+    ids = [str(m.pk) for m in (ahead, raced, *others)]
+    response = client_as("reviewer").post(
+        f"/p/{project.slug}/review/bulk/", {"action": "approve", "ids": ids}, headers=HTMX
+    )
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "Approved 2 of 4 memories. 2 were no longer waiting for review." in body
+    for memory in others:
+        assert Memory.objects.get(pk=memory.pk).status == Status.ACTIVE
+    assert MemoryRevision.objects.filter(memory__in=[ahead, raced], action="approve").count() == 2
+    assert not MemoryRevision.objects.filter(memory__in=[ahead, raced], actor="user:reviewer-person").exists()
+    # Without htmx: a redirect back to the queue.
+    monkeypatch.undo()
+    plain = client_as("admin").post(f"/p/{project.slug}/review/bulk/", {"action": "approve", "ids": ids})
+    assert plain.status_code == 302 and plain["Location"] == f"/p/{project.slug}/review/"
 
 
 def test_reject_deletes_with_the_review_reason(client_as, memory_factory, project):
