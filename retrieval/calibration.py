@@ -7,7 +7,7 @@ does carry absolute meaning::
 
     z = slope * (cosine - midpoint)                      # semantic closeness
         + keyword_bonus * [matched by full-text search]
-        + keyword_rank_weight * rank / (rank + rank_half)   # ts_rank, saturating
+        + keyword_rank_weight * rank / (rank + rank_half)   # keyword coverage, saturating
         + agreement_bonus * [matched by both keyword and vector search]
         + vector_bonus * [matched by vector search] + fused_weight * fused * fused_scale
     relevance = 1 / (1 + exp(-z))
@@ -27,9 +27,10 @@ from dataclasses import astuple, dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-#: The default ``min_score``: with no keyword evidence it sits at a cosine of about 0.38. Chosen
-#: on the golden set's trade-off (eval/README.md): at 0.5, R@5 0.61, negatives answered empty
-#: 0.68, precision 0.61 before graph hops; lower buys recall with noise, higher the reverse.
+#: The cut-off for the hand-set model, which scores only full-text hits when the embedder is
+#: down: with no vector evidence a memory needs a solid keyword match (about half the query's
+#: words) to pass. Set by hand with the defaults below; the engine's normal cut-off is
+#: ``FITTED_MIN_SCORE``.
 DEFAULT_MIN_SCORE = 0.5
 
 #: Column order of :func:`features` and of the weights :func:`fit_logistic` returns for them.

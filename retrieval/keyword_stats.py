@@ -10,26 +10,32 @@ module keeps the counts it needs, per group of memories a search can see: one us
 Only groups with at least ``MEMORYHUB_KEYWORD_STATS_MIN_ROWS`` active memories get
 statistics: below that, the stage is cheap anyway. Only words in at least ``STORE_SHARE``
 of a group are stored, so a group costs a few hundred rows at most. Beat refreshes groups
-whose size moved by more than ``REFRESH_DRIFT`` since their last count (every 10 minutes);
-a word that became common since then is simply still searched.
+whose size moved by more than ``REFRESH_DRIFT`` since their last count, or whose count is older
+than ``MAX_AGE`` (checked every 10 minutes). Active, unexpired memories are counted, as the
+search sees them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.utils import timezone
 
 from retrieval.models import KeywordStats
 
 STORE_SHARE = 0.01
 REFRESH_DRIFT = 0.1
+# Content can change without the count moving (edits, one memory replacing another).
+MAX_AGE = timedelta(hours=24)
 
 _GROUP_SIZES = """
 SELECT project_id, CASE WHEN scope = 'project' THEN '' ELSE user_id END AS owner, count(*)
 FROM memories_memory
-WHERE status = 'active' AND (%(project)s::bigint IS NULL OR project_id = %(project)s)
+WHERE status = 'active' AND (expires_at IS NULL OR expires_at > now())
+  AND (%(project)s::bigint IS NULL OR project_id = %(project)s)
 GROUP BY 1, 2
 """
 
@@ -39,7 +45,8 @@ _COUNT_LEXEMES = """
 INSERT INTO retrieval_commonlexeme (stats_id, lexeme, docs)
 SELECT %(stats)s, word, ndoc
 FROM ts_stat(format(
-    'SELECT search FROM memories_memory WHERE project_id = %%s AND status = ''active'' AND %%s',
+    'SELECT search FROM memories_memory WHERE project_id = %%s AND status = ''active'''
+    ' AND (expires_at IS NULL OR expires_at > now()) AND %%s',
     %(project)s::bigint,
     CASE WHEN %(owner)s = '' THEN 'scope = ''project'''
          ELSE format('scope = ''user'' AND user_id = %%L', %(owner)s::text) END
@@ -57,7 +64,7 @@ class RefreshResult:
 
 def refresh_keyword_stats(*, project_id: int | None = None, force: bool = False) -> RefreshResult:
     """Recount the groups that are large enough and have drifted (all of them if ``force``)."""
-    min_rows = int(settings.MEMORYHUB_KEYWORD_STATS_MIN_ROWS)
+    min_rows, now = int(settings.MEMORYHUB_KEYWORD_STATS_MIN_ROWS), timezone.now()
     with connection.cursor() as cursor:
         cursor.execute(_GROUP_SIZES, {"project": project_id})
         sizes = {(project, owner): rows for project, owner, rows in cursor.fetchall()}
@@ -70,7 +77,8 @@ def refresh_keyword_stats(*, project_id: int | None = None, force: bool = False)
         if rows < min_rows:
             continue
         old = current.get((project, owner))
-        if old and not force and abs(rows - old.rows) <= REFRESH_DRIFT * old.rows:
+        fresh = old and abs(rows - old.rows) <= REFRESH_DRIFT * old.rows and old.refreshed_at > now - MAX_AGE
+        if fresh and not force:
             kept += 1
             continue
         _recount(project, owner, rows)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-KINDS = ["fact", "preference", "decision", "note"]
+from memories.models import Kind
+
+KINDS = list(Kind.values)
 
 TOOL_SCHEMAS: list[dict[str, Any]] = [
     {

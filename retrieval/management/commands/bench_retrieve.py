@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 import uuid
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -47,12 +48,13 @@ class Command(BaseCommand):
         parser.add_argument("--requests", type=int, default=400, help="requests per scenario")
         parser.add_argument("--concurrency", default="1,4")
         parser.add_argument("--no-hyde-stub", action="store_true")
+        parser.add_argument("--recall-queries", type=int, default=200, help="queries for the vector recall check")
 
     def handle(self, *args: Any, **options: Any) -> None:
         project = seed(options["memories"], log=self.stderr.write)
         _, key = services.api_key_create(project=project, name="bench")
         report: dict[str, Any] = {"memories": project.memories.count(), "users": USERS, "scenarios": []}
-        report["vector_recall"] = vector_recall(project)
+        report["vector_recall"] = vector_recall(project, queries=options["recall_queries"])
         self.stderr.write(f"vector stage vs exact search: {report['vector_recall']}")
         scenarios: list[tuple[str, dict[str, str]]] = [("hyde_off", {})]
         stub = None
@@ -101,7 +103,7 @@ def vector_recall(project: Project, queries: int = 200) -> dict[str, Any]:
     """
     texts = [s.split(" (note")[0] + "?" for s in synthetic_sentences(queries, seed=5, tag="r")]
     vectors = embed_texts(texts, embedder=embedder_for_model(LOCAL_MODEL_NAME))
-    matches, timings = 0, []
+    matches, timings, exact_timings = 0, [], []
     for i, vector in enumerate(vectors):
         params: dict[str, Any] = {
             "q": Vector(vector).to_text(),
@@ -115,7 +117,9 @@ def vector_recall(project: Project, queries: int = 200) -> dict[str, Any]:
             cursor.execute(HNSW_TOP10, params)
             timings.append((time.perf_counter() - started) * 1000)
             approx = cursor.fetchall()
+            started = time.perf_counter()
             cursor.execute(EXACT_TOP10, params)
+            exact_timings.append((time.perf_counter() - started) * 1000)
             exact = cursor.fetchall()
         cutoff = exact[-1][1] + 1e-6 if exact else 0
         matches += len(approx) == len(exact) and all(d <= cutoff for _, d in approx)
@@ -124,6 +128,7 @@ def vector_recall(project: Project, queries: int = 200) -> dict[str, Any]:
         "matching_exact": round(matches / queries, 4),
         "ef_search": HNSW_EF_SEARCH,
         "hnsw_p50_ms": round(float(np.percentile(timings, 50)), 2),
+        "exact_p50_ms": round(float(np.percentile(exact_timings, 50)), 2),
     }
 
 
@@ -175,7 +180,7 @@ def seed(count: int, *, log: Any) -> Project:
 
 
 class _server:
-    """gunicorn on a free loopback port for the block (3 workers, like make run)."""
+    """gunicorn on a free loopback port for the block, configured like make run (gunicorn_conf)."""
 
     def __init__(self, env: dict[str, str]) -> None:
         self.env = env
@@ -194,12 +199,6 @@ class _server:
                 "python:memoryhub.gunicorn_conf",
                 "--bind",
                 f"127.0.0.1:{self.port}",
-                "--workers",
-                "3",
-                "--threads",
-                "2",
-                "--worker-class",
-                "gthread",
                 "--log-level",
                 "warning",
             ],
@@ -224,6 +223,7 @@ class _server:
 def measure(port: int, key: str, *, clients: int, requests: int, hyde: bool) -> dict[str, Any]:
     queries = synthetic_sentences(requests + 50, seed=99, tag="q")
     latencies: list[float] = []
+    degraded: list[str] = []
     lock = threading.Lock()
     warm = _client(port)
     for q in queries[:20]:  # warm every worker's model and connection
@@ -236,9 +236,10 @@ def measure(port: int, key: str, *, clients: int, requests: int, hyde: bool) -> 
             # A unique tag per request: the corpus repeats sentences, and a repeated query
             # would get its vector from the embedding cache instead of the model.
             query = f"{queries[50 + n].split(' (note')[0]}? (ref {uuid.uuid4().hex[:8]})"
-            _post(conn, key, query, hyde=hyde, user=n % USERS)
+            stages = _post(conn, key, query, hyde=hyde, user=n % USERS)
             with lock:
                 latencies.append((time.perf_counter() - started) * 1000)
+                degraded.extend(stages)
 
     started = time.perf_counter()
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
@@ -256,6 +257,8 @@ def measure(port: int, key: str, *, clients: int, requests: int, hyde: bool) -> 
         "p99_ms": round(quantiles[2], 1),
         "mean_ms": round(statistics.mean(latencies), 1),
         "throughput_rps": round(len(latencies) / seconds, 1),
+        # Answers that skipped a stage (HyDE down, a timeout) are fast for the wrong reason.
+        "degraded": dict(Counter(degraded)),
     }
 
 
@@ -263,12 +266,14 @@ def _client(port: int) -> http.client.HTTPConnection:
     return http.client.HTTPConnection("127.0.0.1", port, timeout=30)
 
 
-def _post(conn: http.client.HTTPConnection, key: str, query: str, *, hyde: bool, user: int) -> None:
+def _post(conn: http.client.HTTPConnection, key: str, query: str, *, hyde: bool, user: int) -> list[str]:
+    """One retrieve; the stages it names as degraded."""
     body = json.dumps({"user_id": f"user-{user}", "query": query, "hyde": hyde, "turn_id": uuid.uuid4().hex})
     conn.request(
         "POST", "/api/v1/retrieve", body, {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
     )
     response = conn.getresponse()
-    response.read()
+    answer = response.read()
     if response.status != 200:
         raise RuntimeError(f"retrieve answered {response.status}")
+    return list(json.loads(answer)["degraded"])

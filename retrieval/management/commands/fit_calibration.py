@@ -17,7 +17,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memories.models import Project
 from retrieval import calibration
-from retrieval.engine import RetrieveRequest, Trace, retrieve
+from retrieval.engine import RetrieveRequest, Trace, relevance_inputs, retrieve
 from retrieval.evaluation.datasets import load_golden, load_locomo
 
 
@@ -48,15 +48,7 @@ class Command(BaseCommand):
             request = RetrieveRequest(user_id=case.user_id, query=case.query, min_score=0, limit=options["top"])
             retrieve(project=project, request=request, trace=trace)
             for candidate in trace.candidates[: options["top"]]:
-                rows.append(
-                    calibration.features(
-                        cosine=candidate.cosine,
-                        keyword_rank_score=candidate.keyword_coverage,
-                        in_vector=candidate.vector_rank is not None,
-                        in_keyword=candidate.keyword_rank is not None,
-                        fused=candidate.rrf,
-                    )
-                )
+                rows.append(calibration.features(**relevance_inputs(candidate)))
                 labels.append(1.0 if corpus_of.get(candidate.memory_id) in case.relevant_ids else 0.0)
         params = calibration.fit_params(np.array(rows), np.array(labels))
         self.stdout.write(
