@@ -111,7 +111,15 @@ MEMORYHUB_LLM_MODEL = os.environ.get("MEMORYHUB_LLM_MODEL", "gpt-4o-mini")
 MEMORYHUB_HYDE_MODEL = os.environ.get("MEMORYHUB_HYDE_MODEL", "") or MEMORYHUB_LLM_MODEL
 
 # --- Retrieval ------------------------------------------------------------------------
-MEMORYHUB_MIN_SCORE = float(os.environ.get("MEMORYHUB_MIN_SCORE", "0.03"))
+# Relevance cut (retrieval/relevance.py): unset means the fitted model's own min_score and margin.
+MEMORYHUB_MIN_SCORE = float(os.environ["MEMORYHUB_MIN_SCORE"]) if os.environ.get("MEMORYHUB_MIN_SCORE") else None
+MEMORYHUB_RELEVANCE_MARGIN = (
+    float(os.environ["MEMORYHUB_RELEVANCE_MARGIN"]) if os.environ.get("MEMORYHUB_RELEVANCE_MARGIN") else None
+)
+# The optional LLM judge stage (retrieval/judge.py): off unless asked for, and only with an LLM.
+MEMORYHUB_JUDGE = os.environ.get("MEMORYHUB_JUDGE", "0").lower() in ("1", "true", "yes", "on")
+MEMORYHUB_JUDGE_TIMEOUT_S = float(os.environ.get("MEMORYHUB_JUDGE_TIMEOUT_S", "1.5"))
+MEMORYHUB_JUDGE_MODEL = os.environ.get("MEMORYHUB_JUDGE_MODEL", "")
 MEMORYHUB_RETRIEVE_BUDGET_S = float(os.environ.get("MEMORYHUB_RETRIEVE_BUDGET_S", "2.0"))
 MEMORYHUB_HYDE_TIMEOUT_S = float(os.environ.get("MEMORYHUB_HYDE_TIMEOUT_S", "1.2"))
 MEMORYHUB_HYDE_N = int(os.environ.get("MEMORYHUB_HYDE_N", "3"))

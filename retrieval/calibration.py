@@ -1,4 +1,10 @@
-"""Turn raw retrieval signals into a relevance in [0, 1] that means the same across queries.
+"""The keyword-only relevance model and the logistic fitting both relevance models use.
+
+The engine scores candidates with ``retrieval.relevance`` whenever it has query vectors. This
+hand-set model scores full-text hits when it has none (the embedder is down), and
+:func:`fit_logistic` fits the weights of both. What follows is its original description.
+
+Turn raw retrieval signals into a relevance in [0, 1] that means the same across queries.
 
 Reciprocal rank fusion orders candidates but its score is rank-only: the best candidate of a
 query about nothing the user ever said gets the same RRF score as a perfect match. A threshold
@@ -83,24 +89,6 @@ class CalibrationParams:
 
 
 DEFAULT_PARAMS = CalibrationParams()
-
-#: What the engine uses: fitted with ``manage.py fit_calibration`` on LoCoMo's observation
-#: corpus (300 questions, top 20 candidates each: 6,000 rows, 323 relevant; common words
-#: skipped by full text, IDF-weighted coverage, rank ties shared), i.e. on data other than the
-#: golden set it is judged on. It leans on keyword coverage and the cosine, hardly on rank
-#: fusion. Its output is the chance that a top-20 candidate is relevant, hence low values;
-#: ``FITTED_MIN_SCORE`` is its cut-off, read off the golden set's curve (DECISIONS.md).
-FITTED_PARAMS = CalibrationParams(
-    cosine_midpoint=1.4347,
-    cosine_slope=5.4241,
-    keyword_bonus=0.0,
-    keyword_rank_weight=4.7406,
-    keyword_rank_half=0.5,
-    agreement_bonus=0.0,
-    vector_bonus=0.0,
-    fused_weight=0.2291,
-)
-FITTED_MIN_SCORE = 0.03
 
 
 def features(
@@ -219,6 +207,7 @@ def fit_logistic(
     l2: float = 1e-4,
     max_iter: int = 100,
     tol: float = 1e-10,
+    sample_weight: npt.ArrayLike | None = None,
 ) -> tuple[_Array, float]:
     """Fit an L2-regularised logistic regression by Newton's method; returns (weights, bias).
 
@@ -227,40 +216,48 @@ def fit_logistic(
     data with a single class still has a finite answer. Each Newton step is halved until the
     objective decreases enough (Armijo), which makes the method converge from zero for any data.
     With ``l2=0`` a constant or duplicated column makes the problem singular (``LinAlgError``).
+    ``sample_weight`` (non-negative, one per row) weighs rows in the mean log-loss, e.g. so that
+    each of several datasets counts the same however many rows it has.
     """
     if l2 < 0:
         raise ValueError(f"l2 must be non-negative, got {l2}")
     x, y = _check_training_data(features, labels)
+    weight = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    if weight.shape != y.shape or not np.isfinite(weight).all() or (weight < 0).any() or weight.sum() <= 0:
+        raise ValueError("sample_weight must be one finite, non-negative weight per row, not all zero")
+    weight = weight * (len(y) / weight.sum())
     design = np.hstack([x, np.ones((x.shape[0], 1))])
     penalty = np.full(design.shape[1], float(l2))
     penalty[-1] = 1e-8
     theta = np.zeros(design.shape[1])
     for _ in range(max_iter):
-        gradient, hessian = _derivatives(design, y, theta, penalty)
+        gradient, hessian = _derivatives(design, y, theta, penalty, weight)
         step = np.linalg.solve(hessian, gradient)
         decrement = float(gradient @ step)
         if decrement / 2 <= tol:
             break
-        loss = _loss(design, y, theta, penalty)
+        loss = _loss(design, y, theta, penalty, weight)
         scale = 1.0
-        while scale > 1e-10 and _loss(design, y, theta - scale * step, penalty) > loss - 1e-4 * scale * decrement:
+        while (
+            scale > 1e-10 and _loss(design, y, theta - scale * step, penalty, weight) > loss - 1e-4 * scale * decrement
+        ):
             scale /= 2
         theta = theta - scale * step
     return theta[:-1].copy(), float(theta[-1])
 
 
-def _loss(design: _Array, y: _Array, theta: _Array, penalty: _Array) -> float:
-    """Mean log-loss plus the L2 penalty; logaddexp keeps it finite for large |z|."""
+def _loss(design: _Array, y: _Array, theta: _Array, penalty: _Array, weight: _Array) -> float:
+    """Weighted mean log-loss plus the L2 penalty; logaddexp keeps it finite for large |z|."""
     z = design @ theta
-    return float(np.mean(np.logaddexp(0.0, z) - y * z) + 0.5 * penalty @ theta**2)
+    return float(np.mean(weight * (np.logaddexp(0.0, z) - y * z)) + 0.5 * penalty @ theta**2)
 
 
-def _derivatives(design: _Array, y: _Array, theta: _Array, penalty: _Array) -> tuple[_Array, _Array]:
+def _derivatives(design: _Array, y: _Array, theta: _Array, penalty: _Array, weight: _Array) -> tuple[_Array, _Array]:
     """Gradient and Hessian of :func:`_loss` at ``theta``."""
     p = 0.5 * (1.0 + np.tanh(design @ theta / 2))  # the logistic function, without overflow
     m = design.shape[0]
-    gradient = design.T @ (p - y) / m + penalty * theta
-    hessian = (design.T * (p * (1 - p))) @ design / m + np.diag(penalty)
+    gradient = design.T @ (weight * (p - y)) / m + penalty * theta
+    hessian = (design.T * (weight * p * (1 - p))) @ design / m + np.diag(penalty)
     return gradient, hessian
 
 

@@ -25,7 +25,7 @@ from capture.window import clean_window, render_window
 from memories.models import Memory, MemoryEdge, Project, Status
 from memories.schemas import memory_out
 from memories.selectors import memories_live, memories_visible, older_versions, with_relations
-from retrieval import cache, calibration
+from retrieval import cache, calibration, judge, relevance
 from retrieval.embedders import EmbedderError, embedder_for_model
 from retrieval.embedding import active_model, embed_texts
 from retrieval.hyde import build_hyde_messages, parse_hypotheses
@@ -37,7 +37,6 @@ from retrieval.search import Candidate, SearchParams, hybrid_search
 log = logging.getLogger(__name__)
 
 GRAPH_DECAY = 0.85  # a neighbour scores below the memory that led to it
-HYDE_COSINE_DISCOUNT = 0.08
 CONTEXT_MESSAGES = 3
 SEARCH_MIN_MS = 200
 
@@ -56,6 +55,7 @@ class RetrieveRequest:
     hyde: bool | None = None
     hop_depth: int = 1
     include_superseded: bool = False
+    judge: bool | None = None
 
 
 @dataclass
@@ -68,11 +68,18 @@ class Trace:
     hypotheses: list[str] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
     scores: dict[str, float] = field(default_factory=dict)
+    # Per candidate, the relevance model's evidence (None when the embedder was down).
+    evidence: dict[str, relevance.Evidence] = field(default_factory=dict)
+    # What the LLM judge kept, when it ran (None: it did not run).
+    judged: list[str] | None = None
     graph_paths: dict[str, tuple[str, str]] = field(default_factory=dict)
     excluded_ids: list[str] = field(default_factory=list)
     skipped_words: list[str] = field(default_factory=list)
-    # The min_score the candidates were cut at (None until scoring ran).
+    # The min_score the candidates were cut at (None until scoring ran) and the relative cut.
     threshold: float | None = None
+    margin: float = 0.0
+    # The cut actually applied: the larger of the threshold and margin × the best score.
+    cut: float | None = None
     query: str = ""
 
     def timed(self, stage: str, started: float) -> None:
@@ -80,7 +87,13 @@ class Trace:
 
 
 def default_min_score() -> float:
-    return float(getattr(settings, "MEMORYHUB_MIN_SCORE", calibration.FITTED_MIN_SCORE))
+    value = getattr(settings, "MEMORYHUB_MIN_SCORE", None)
+    return relevance.FITTED.min_score if value is None else float(value)
+
+
+def default_margin() -> float:
+    value = getattr(settings, "MEMORYHUB_RELEVANCE_MARGIN", None)
+    return relevance.FITTED.margin if value is None else float(value)
 
 
 def retrieve(*, project: Project, request: RetrieveRequest, trace: Trace | None = None) -> dict[str, Any]:
@@ -126,22 +139,22 @@ def _run(project: Project, request: RetrieveRequest, trace: Trace, started: floa
         deadline=started + budget_s,
         trace=trace,
     )
-    # Without query vectors the fitted model (which leans on vector evidence) would reject
-    # every full-text hit; the hand-set model is built for a missing cosine.
-    params, threshold = (
-        (calibration.FITTED_PARAMS, default_min_score())
-        if vectors is not None
-        else (calibration.DEFAULT_PARAMS, calibration.DEFAULT_MIN_SCORE)
-    )
-    if request.min_score is not None:
-        threshold = request.min_score
-    scored = score(candidates, params=params, threshold=threshold, trace=trace)
+    scored = score(candidates, request=request, vectors=vectors, query_vectors=len(queries), model=model, trace=trace)
+    if _wants_judge(request):
+        scored = judge.run(
+            query=window or query,
+            project=project,
+            scores=trace.scores,
+            fallback=scored,
+            trace=trace,
+            deadline=started + budget_s,
+        )
     # Only the ones that will be returned: loading every candidate above the cut (60 and
     # more on a large corpus) with its relations cost ~10 ms per call.
     top = scored[: request.limit]
     memories = load_memories(project, request.user_id, [memory_id for memory_id, _ in top])
     ranked = [(memories[mid], s) for mid, s in top if mid in memories]
-    ranked = expand_graph(project, request, ranked, trace=trace)
+    ranked = expand_graph(project, request, ranked, trace=trace)[: request.limit]
     chains = older_versions(project=project, memories=[m for m, _ in ranked], user_id=request.user_id)
     return build_body(ranked, chains, request=request, project=project, trace=trace)
 
@@ -240,32 +253,55 @@ def search(
 
 
 def score(
-    candidates: Sequence[Candidate], *, params: calibration.CalibrationParams, threshold: float, trace: Trace
+    candidates: Sequence[Candidate],
+    *,
+    request: RetrieveRequest,
+    vectors: np.ndarray | None,
+    query_vectors: int,
+    model: str,
+    trace: Trace,
 ) -> list[tuple[str, float]]:
-    """Calibrated relevance per candidate, cut at ``threshold``, best first."""
-    trace.threshold = threshold
-    scored = []
-    for candidate in candidates:
-        value = calibration.relevance(**relevance_inputs(candidate), params=params)
-        trace.scores[candidate.memory_id] = value
-        if value >= threshold:
-            scored.append((candidate.memory_id, value))
-    scored.sort(key=lambda pair: (-pair[1], pair[0]))
-    return scored
+    """Relevance per candidate, cut at min_score and the relative margin, best first.
+
+    A request's own ``min_score`` replaces both cuts (``min_score: 0`` returns the ranking).
+    Without query vectors (embedder down) the hand-set keyword model of ``calibration``
+    scores the full-text hits.
+    """
+    explicit = request.min_score is not None
+    if vectors is None:
+        threshold = request.min_score if explicit else calibration.DEFAULT_MIN_SCORE
+        margin = 0.0
+        for candidate in candidates:
+            trace.scores[candidate.memory_id] = calibration.relevance(
+                **keyword_only_inputs(candidate), params=calibration.DEFAULT_PARAMS
+            )
+    else:
+        threshold = request.min_score if explicit else default_min_score()
+        margin = 0.0 if explicit else default_margin()
+        stats = relevance.background(vectors, model=model)
+        for candidate in candidates:
+            found = relevance.evidence(candidate, stats=stats, query_vectors=query_vectors)
+            trace.evidence[candidate.memory_id] = found
+            trace.scores[candidate.memory_id] = found.score
+    trace.threshold, trace.margin = float(threshold or 0.0), margin
+    trace.cut = max([trace.threshold, *(margin * value for value in trace.scores.values())])
+    return relevance.select(list(trace.scores.items()), min_score=trace.threshold, margin=margin)
 
 
-def relevance_inputs(candidate: Candidate) -> dict[str, Any]:
-    """The relevance model's inputs for one candidate (scoring and ``fit_calibration`` share them)."""
-    cosine = candidate.cosine
-    if candidate.hyde_cosine is not None:
-        cosine = max(cosine if cosine is not None else -1.0, candidate.hyde_cosine - HYDE_COSINE_DISCOUNT)
+def keyword_only_inputs(candidate: Candidate) -> dict[str, Any]:
+    """The hand-set model's inputs when there is no query vector (full-text hits only)."""
     return {
-        "cosine": cosine,
+        "cosine": None,
         "keyword_rank_score": candidate.keyword_coverage,
-        "in_vector": candidate.vector_rank is not None or candidate.hyde_rank is not None,
+        "in_vector": False,
         "in_keyword": candidate.keyword_rank is not None,
         "fused": candidate.rrf,
     }
+
+
+def _wants_judge(request: RetrieveRequest) -> bool:
+    wanted = bool(getattr(settings, "MEMORYHUB_JUDGE", False)) if request.judge is None else request.judge
+    return wanted and llm_configured()
 
 
 def load_memories(project: Project, user_id: str, ids: Sequence[str]) -> dict[str, Memory]:
@@ -279,22 +315,47 @@ def load_memories(project: Project, user_id: str, ids: Sequence[str]) -> dict[st
 def expand_graph(
     project: Project, request: RetrieveRequest, ranked: list[tuple[Memory, float]], *, trace: Trace
 ) -> list[tuple[Memory, float]]:
-    """Add active neighbours along edges, ``hop_depth`` hops, each below its parent."""
+    """Add active neighbours along edges, ``hop_depth`` hops, each right after its parent.
+
+    A neighbour's score lies between its parent's and the next memory's, so the list stays
+    in descending score order while the neighbour sits where it belongs: next to the memory
+    it hangs from, not after the tenth result.
+    """
     started = time.perf_counter()
     seen = {str(m.pk) for m, _ in ranked}
     frontier = list(ranked)
     result = list(ranked)
     for _hop in range(max(0, request.hop_depth)):
         neighbours = _neighbours(project, request, frontier, seen)
+        children: dict[str, list[Memory]] = {}
         for parent_id, relationship, memory, _value in neighbours:
             trace.graph_paths[str(memory.pk)] = (parent_id, relationship)
             seen.add(str(memory.pk))
-        frontier = [(memory, value) for _, _, memory, value in neighbours]
-        result.extend(frontier)
+            children.setdefault(parent_id, []).append(memory)
+        result, frontier = _insert_after_parents(result, children)
         if not frontier:
             break
     trace.timed("graph", started)
     return result
+
+
+def _insert_after_parents(
+    ranked: list[tuple[Memory, float]], children: dict[str, list[Memory]]
+) -> tuple[list[tuple[Memory, float]], list[tuple[Memory, float]]]:
+    """``ranked`` with each parent's children right after it; also the children alone."""
+    result: list[tuple[Memory, float]] = []
+    added: list[tuple[Memory, float]] = []
+    for index, (memory, value) in enumerate(ranked):
+        result.append((memory, value))
+        kids = children.get(str(memory.pk), [])
+        following = ranked[index + 1][1] if index + 1 < len(ranked) else value * GRAPH_DECAY**2
+        for position, kid in enumerate(kids, 1):
+            # Strictly between the parent and what follows it, in the order the edges ranked them.
+            share = GRAPH_DECAY**position
+            kid_value = following + (value - following) * share * 0.5 if following < value else value
+            result.append((kid, kid_value))
+            added.append((kid, kid_value))
+    return result, added
 
 
 def _neighbours(

@@ -32,6 +32,8 @@ class RetrieveIn(StrictSchema):
     hyde: bool | None = None
     hop_depth: int = Field(1, ge=0, le=3)
     include_superseded: bool = False
+    # The LLM judge stage (needs an LLM): None follows MEMORYHUB_JUDGE.
+    judge: bool | None = None
 
     @model_validator(mode="after")
     def query_or_messages(self) -> RetrieveIn:

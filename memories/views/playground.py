@@ -9,7 +9,7 @@ retrieval log), with no ``turn_id`` so nothing is cached.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django import forms
@@ -21,6 +21,7 @@ from memories.models import Memory, Project
 from memories.views.access import Access, is_htmx, page_context, project_view
 from retrieval.engine import RetrieveRequest, Trace, default_min_score, retrieve
 from retrieval.llm import llm_configured
+from retrieval.relevance import Evidence
 from retrieval.search import Candidate
 
 TEMPLATE = "memories/playground.html"
@@ -104,6 +105,7 @@ class Row:
     via: Memory | None
     relationship: str
     outcome: str
+    evidence: Evidence | None = None
 
     @property
     def outcome_label(self) -> str:
@@ -113,7 +115,7 @@ class Row:
 OUTCOME_LABELS = {
     "included": "Included",
     "budget": "Excluded by budget",
-    "below": "Below min_score",
+    "below": "Below the cut",
     "limit": "Beyond the limit",
 }
 
@@ -125,8 +127,9 @@ def explain(
 
     The memories are loaded in one query whatever the number of candidates.
     """
-    # The cut the engine applied (the hand-set model's when the embedder was down).
-    threshold = trace.threshold if trace.threshold is not None else default_min_score()
+    # The cut the engine applied: min_score, or margin × the best score when that is higher
+    # (the hand-set model's min_score when the embedder was down).
+    threshold = trace.cut if trace.cut is not None else default_min_score()
     candidates = {c.memory_id: c for c in trace.candidates}
     paths = trace.graph_paths
     ids = [*candidates, *(i for i in paths if i not in candidates)]
@@ -149,7 +152,8 @@ def explain(
         else:
             outcome = "limit"
         parent, relationship = paths.get(memory_id, ("", ""))
-        rows.append(Row(memory, candidates.get(memory_id), score, passed, memories.get(parent), relationship, outcome))
+        row = Row(memory, candidates.get(memory_id), score, passed, memories.get(parent), relationship, outcome)
+        rows.append(replace(row, evidence=trace.evidence.get(memory_id)))
     rows.sort(key=lambda row: -(row.score if row.score is not None else -1.0))
     return rows, threshold
 

@@ -76,9 +76,9 @@ def test_words_too_common_to_search_are_named(client_as, project, facts, setting
 
 @pytest.mark.django_db
 def test_a_memory_below_min_score_is_shown_but_not_injected(client_as, project, facts):
-    rows = ask(client_as("viewer"), project, min_score="0.2").context["results"]["rows"]
+    rows = ask(client_as("viewer"), project).context["results"]["rows"]
     peanuts = next(row for row in rows if row.memory.content == "Alice is allergic to peanuts.")
-    assert (peanuts.passed, peanuts.outcome, peanuts.outcome_label) == (False, "below", "Below min_score")
+    assert (peanuts.passed, peanuts.outcome, peanuts.outcome_label) == (False, "below", "Below the cut")
 
 
 @pytest.mark.django_db
@@ -94,7 +94,7 @@ def test_a_tight_token_budget_excludes_the_rest_by_budget(client_as, project, fa
 def test_a_graph_neighbour_shows_the_memory_and_relationship_that_brought_it(client_as, project, facts):
     peanuts = facts["Alice is allergic to peanuts."]
     services.edge_link(source=facts[DEPLOY], target=peanuts, relationship="related", actor="system:test")
-    rows = ask(client_as("viewer"), project, min_score="0.2").context["results"]["rows"]
+    rows = ask(client_as("viewer"), project).context["results"]["rows"]
     row = next(row for row in rows if row.memory.pk == peanuts.pk)
     assert (row.via.pk, row.relationship, row.outcome) == (facts[DEPLOY].pk, "related", "included")
 

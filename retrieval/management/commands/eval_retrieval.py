@@ -33,12 +33,12 @@ class Command(BaseCommand):
     help = "Evaluate retrieval on LoCoMo JSONL or the golden dataset; writes JSON + HTML reports."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--dataset", choices=["locomo", "golden"], default="golden")
+        parser.add_argument("--dataset", choices=["locomo", "golden", "everyday"], default="golden")
         parser.add_argument("--corpus", help="corpus JSONL (LoCoMo) or golden memories JSONL")
         parser.add_argument("--cases", help="cases JSONL")
         parser.add_argument("--limit", type=int, help="only the first N cases")
         parser.add_argument("--top-k", type=int, default=10, help="memories asked per case")
-        parser.add_argument("--min-score", type=float, help="override min_score (LoCoMo ranks: default 0)")
+        parser.add_argument("--min-score", type=float, help="override min_score (0: the ranking without the cut)")
         parser.add_argument("--token-budget", type=int, help="token budget per retrieve")
         parser.add_argument("--hyde", action="store_true", help="turn HyDE on (needs an LLM)")
         parser.add_argument("--baselines", default="../shared/benchmarks/baselines", help="baseline folder (LoCoMo)")
@@ -46,15 +46,11 @@ class Command(BaseCommand):
         parser.add_argument("--reuse", action="store_true", help="reuse an already loaded eval project")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        dataset = self._load(options)
-        project, ids = self._project(dataset, reuse=options["reuse"])
-        settle_after_bulk_load(project.pk)
+        dataset = load_dataset(options)
+        project, ids = eval_project(dataset, reuse=options["reuse"], log=self.stderr.write)
         client, key = Client(), services.api_key_create(project=project, name="eval")[1]
-        min_score = (
-            options["min_score"]
-            if options["min_score"] is not None
-            else (0.0 if options["dataset"] == "locomo" else None)
-        )
+        # The default cut, as a user gets it, unless asked otherwise (--min-score 0 ranks).
+        min_score = options["min_score"]
         budget = options["token_budget"] or (100_000 if options["dataset"] == "locomo" else project.token_budget)
         back = {memory_id: corpus_id for corpus_id, memory_id in ids.items()}
         results = []
@@ -82,34 +78,6 @@ class Command(BaseCommand):
             keyword_max_share=settings.MEMORYHUB_KEYWORD_MAX_SHARE,
             keyword_stats_min_rows=settings.MEMORYHUB_KEYWORD_STATS_MIN_ROWS,
         )
-
-    def _load(self, options: dict[str, Any]) -> Dataset:
-        if options["dataset"] == "locomo":
-            corpus = options["corpus"] or "../shared/benchmarks/locomo_corpus.jsonl"
-            cases = options["cases"] or "../shared/benchmarks/locomo_retrieval.jsonl"
-            options["corpus"] = corpus
-            return load_locomo(corpus, cases, limit=options["limit"])
-        cases = options["cases"] or "eval/golden.jsonl"
-        dataset = load_golden(cases, memories_path=options["corpus"] or "eval/golden_memories.jsonl")
-        if options["limit"]:
-            dataset.cases = dataset.cases[: options["limit"]]
-        return dataset
-
-    def _project(self, dataset: Dataset, *, reuse: bool) -> tuple[Project, dict[str, str]]:
-        slug = f"eval-{dataset.name}".lower().replace("_", "-")[:90]
-        project = services.project_get_or_create(slug=slug, team_slug="eval")
-        project.retrieval_rate_limit, project.hyde_enabled = 0, False  # measure the engine, not the limiter
-        project.save(update_fields=["retrieval_rate_limit", "hyde_enabled"])
-        if reuse and project.memories.exists():
-            mapping = dict(project.memories.values_list("metadata__corpus_id", "pk"))
-            return project, {k: str(v) for k, v in mapping.items()}
-        # A fresh load: unhook supersede chains first (Memory.supersedes is PROTECT).
-        project.memories.update(supersedes=None)
-        project.memories.all().delete()
-        project.taxonomy = sorted({*project.taxonomy, *(i.category for i in dataset.corpus if i.category)})
-        project.save(update_fields=["taxonomy"])
-        ids = load_corpus(project, dataset, log=self.stderr.write)
-        return project, ids
 
     def _report(self, dataset: Dataset, results: list[Any], options: dict[str, Any], **run_settings: Any) -> None:
         summary = metrics.summarise(results)
@@ -153,6 +121,41 @@ class Command(BaseCommand):
                 default=str,
             )
         )
+
+
+def load_dataset(options: dict[str, Any]) -> Dataset:
+    """The dataset ``--dataset`` / ``--corpus`` / ``--cases`` / ``--limit`` name."""
+    if options["dataset"] == "locomo":
+        corpus = options.get("corpus") or "../shared/benchmarks/locomo_corpus.jsonl"
+        cases = options.get("cases") or "../shared/benchmarks/locomo_retrieval.jsonl"
+        options["corpus"] = corpus
+        return load_locomo(corpus, cases, limit=options.get("limit"))
+    name = options["dataset"]
+    cases = options.get("cases") or f"eval/{name}.jsonl"
+    dataset = load_golden(cases, memories_path=options.get("corpus") or f"eval/{name}_memories.jsonl")
+    if options.get("limit"):
+        dataset.cases = dataset.cases[: options["limit"]]
+    return dataset
+
+
+def eval_project(dataset: Dataset, *, reuse: bool, log: Any) -> tuple[Project, dict[str, str]]:
+    """The evaluation project of ``dataset``, loaded afresh (or reused) and settled; corpus id → memory id."""
+    slug = f"eval-{dataset.name}".lower().replace("_", "-")[:90]
+    project = services.project_get_or_create(slug=slug, team_slug="eval")
+    project.retrieval_rate_limit, project.hyde_enabled = 0, False  # measure the engine, not the limiter
+    project.save(update_fields=["retrieval_rate_limit", "hyde_enabled"])
+    if reuse and project.memories.exists():
+        mapping = dict(project.memories.values_list("metadata__corpus_id", "pk"))
+        settle_after_bulk_load(project.pk)
+        return project, {k: str(v) for k, v in mapping.items()}
+    # A fresh load: unhook supersede chains first (Memory.supersedes is PROTECT).
+    project.memories.update(supersedes=None)
+    project.memories.all().delete()
+    project.taxonomy = sorted({*project.taxonomy, *(i.category for i in dataset.corpus if i.category)})
+    project.save(update_fields=["taxonomy"])
+    ids = load_corpus(project, dataset, log=log)
+    settle_after_bulk_load(project.pk)
+    return project, ids
 
 
 def load_corpus(project: Project, dataset: Dataset, *, log: Any) -> dict[str, str]:

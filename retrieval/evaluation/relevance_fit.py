@@ -1,0 +1,154 @@
+"""Fitting the relevance model so that it transfers: fit on some labelled sets, judge on others.
+
+Pure numpy, no Django: ``manage.py fit_relevance`` runs the engine over each set and hands
+the per-case candidates here. A :class:`SetCases` is one labelled set; each case holds the
+features of its candidates (``retrieval.relevance.FEATURE_NAMES``) and which are relevant.
+
+- :func:`fit_weights` fits the logistic weights on the candidates of the training sets, each
+  set weighing the same however many candidates it has, every weight non-negative;
+- :func:`choose_cut` picks ``min_score`` and ``margin`` on the training sets by the mean of
+  R@5 (answerable cases), negatives answered empty and precision of what is returned, the
+  last two counted only up to a little past their targets (:meth:`Figures.objective`);
+- :func:`evaluate` applies a model and cut to a set the way the engine does;
+- :func:`transfer_table` does all three leaving each set out in turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from retrieval.calibration import fit_logistic
+from retrieval.relevance import FEATURE_NAMES, RelevanceModel, select
+
+_Array = npt.NDArray[np.float64]
+
+MIN_SCORES = tuple(round(float(x), 3) for x in np.arange(0.05, 0.9, 0.025))
+MARGINS = (0.0, 0.3, 0.5, 0.6, 0.7, 0.8)
+# The issue's floors (negatives empty 0.8, precision 0.7) plus a safety margin.
+SATURATE = {"negatives_empty": 0.85, "precision": 0.75}
+TRAIN_TOP = 20  # candidates per case used for fitting: the ones a cut has to judge
+
+
+@dataclass
+class CaseCandidates:
+    features: _Array  # (candidates, len(FEATURE_NAMES)), in the engine's candidate order
+    ids: list[str]
+    relevant: frozenset[str]
+
+
+@dataclass
+class SetCases:
+    name: str
+    cases: list[CaseCandidates] = field(default_factory=list)
+    # Sets without questions that have no answer cannot choose how often to answer nothing.
+    has_negatives: bool = False
+
+
+@dataclass(frozen=True)
+class Figures:
+    recall_at_5: float  # answerable cases
+    negatives_empty: float  # unanswerable cases answered with nothing (nan: the set has none)
+    precision: float  # relevant share of what was returned, over answerable cases that got something
+    answered: int
+    negatives: int
+
+    def objective(self) -> float:
+        """Recall, plus negatives and precision counted up to a little past their targets.
+
+        The targets (negatives empty >= 0.8, precision >= 0.7) are floors, not things to
+        maximise: past them, saying nothing to one more unanswerable question is not worth
+        losing answers, so each counts only up to ``SATURATE``.
+        """
+        parts = [
+            self.recall_at_5,
+            min(self.negatives_empty, SATURATE["negatives_empty"]),
+            min(self.precision, SATURATE["precision"]),
+        ]
+        return float(np.mean([p for p in parts if not np.isnan(p)]))
+
+
+def fit_weights(sets: Sequence[SetCases], *, l2: float = 1e-3) -> tuple[tuple[float, ...], float]:
+    """Non-negative logistic weights and bias over the training sets' top candidates."""
+    rows: list[_Array] = []
+    labels: list[float] = []
+    weights: list[float] = []
+    for one in sets:
+        chunk = [(c.features[:TRAIN_TOP], c.ids[:TRAIN_TOP], c.relevant) for c in one.cases if len(c.ids)]
+        count = sum(len(ids) for _, ids, _ in chunk)
+        for features, ids, relevant in chunk:
+            rows.append(features)
+            labels.extend(1.0 if i in relevant else 0.0 for i in ids)
+            weights.extend([1.0 / count] * len(ids))
+    x, y, w = np.vstack(rows), np.array(labels), np.array(weights)
+    active = list(range(len(FEATURE_NAMES)))
+    while True:
+        fitted, bias = fit_logistic(x[:, active], y, l2=l2, sample_weight=w)
+        if fitted.min() >= 0 or len(active) == 1:
+            break
+        del active[int(np.argmin(fitted))]  # a harmful or useless feature is pinned to 0
+    full = np.zeros(len(FEATURE_NAMES))
+    full[active] = np.maximum(fitted, 0.0)
+    return tuple(round(float(v), 4) for v in full), round(float(bias), 4)
+
+
+def evaluate(cases: SetCases, model: RelevanceModel, *, limit: int = 10) -> Figures:
+    """What the engine would return for each case under ``model``'s cut (graph hops aside)."""
+    recall, empty, precision = [], [], []
+    for case in cases.cases:
+        scored = [(memory_id, model.score(row)) for memory_id, row in zip(case.ids, case.features, strict=True)]
+        returned = [i for i, _ in select(scored, min_score=model.min_score, margin=model.margin)][:limit]
+        if case.relevant:
+            recall.append(len(case.relevant & set(returned[:5])) / len(case.relevant))
+            if returned:
+                precision.append(len(case.relevant & set(returned)) / len(returned))
+        else:
+            empty.append(0.0 if returned else 1.0)
+    return Figures(_mean(recall), _mean(empty), _mean(precision), len(recall), len(empty))
+
+
+def choose_cut(sets: Sequence[SetCases], weights: tuple[float, ...], bias: float) -> RelevanceModel:
+    """The (min_score, margin) with the best mean objective over ``sets``."""
+    best: tuple[float, RelevanceModel] | None = None
+    for min_score in MIN_SCORES:
+        for margin in MARGINS:
+            model = RelevanceModel(weights=weights, bias=bias, min_score=min_score, margin=margin)
+            value = float(np.mean([evaluate(one, model).objective() for one in sets]))
+            if best is None or value > best[0] + 1e-9:
+                best = (value, model)
+    assert best is not None
+    return best[1]
+
+
+def fit(train: Sequence[SetCases], *, choose_on: Sequence[SetCases] | None = None) -> RelevanceModel:
+    """Weights fitted on ``train``, the cut chosen on ``choose_on`` (default: the train sets with negatives)."""
+    weights, bias = fit_weights(train)
+    chooser = list(choose_on) if choose_on is not None else [s for s in train if s.has_negatives] or list(train)
+    model = choose_cut(chooser, weights, bias)
+    names = "+".join(s.name for s in train)
+    return RelevanceModel(model.weights, model.bias, model.min_score, model.margin, fitted_on=names)
+
+
+@dataclass(frozen=True)
+class Fold:
+    held_out: str
+    model: RelevanceModel
+    # Per reported set: its figures and whether the set was held out of this fold's fit.
+    figures: dict[str, tuple[Figures, bool]]
+
+
+def transfer_table(fit_sets: Sequence[SetCases], report_sets: Sequence[SetCases]) -> list[Fold]:
+    """Leave each fit set out in turn: fit on the others, report every set (held-out ones marked)."""
+    folds = []
+    for held in fit_sets:
+        model = fit([s for s in fit_sets if s is not held])
+        figures = {s.name: (evaluate(s, model), s is held or all(s is not f for f in fit_sets)) for s in report_sets}
+        folds.append(Fold(held_out=held.name, model=model, figures=figures))
+    return folds
+
+
+def _mean(values: list[float]) -> float:
+    return float(np.mean(values)) if values else float("nan")

@@ -1,0 +1,118 @@
+"""python manage.py fit_relevance: fit the relevance model and measure how it transfers.
+
+Loads each named evaluation set into its own project (as ``eval_retrieval`` does; --reuse
+keeps a loaded one), runs every case through the engine with the cut off (``min_score`` 0),
+keeps each candidate's relevance evidence and label, then:
+
+1. leaves each of the --fit sets out in turn: fits on the others, chooses the cut on the
+   others' negatives, and reports every set (held-out ones marked) — the transfer table;
+2. fits on all --fit sets and prints the ``RelevanceModel`` to put in ``retrieval/relevance.py``.
+
+Sets: ``golden`` and ``everyday`` (eval/), ``obs``, ``session``, ``turns`` (LoCoMo, read from
+--benchmarks; never copied into the repository).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+from django.core.management.base import BaseCommand, CommandParser
+
+from retrieval.engine import RetrieveRequest, Trace, retrieve
+from retrieval.evaluation.datasets import Dataset
+from retrieval.evaluation.relevance_fit import CaseCandidates, SetCases, evaluate, fit, transfer_table
+from retrieval.management.commands.eval_retrieval import eval_project, load_dataset
+from retrieval.relevance import FITTED
+
+LOCOMO = {"obs": "locomo_obs", "session": "locomo_session", "turns": "locomo"}
+
+
+class Command(BaseCommand):
+    help = "Fit the relevance model on labelled sets; print the leave-one-set-out transfer table."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--fit", default="golden,everyday", help="sets whose labels fit the model")
+        parser.add_argument("--report", default="golden,everyday,obs,session", help="sets to report on")
+        parser.add_argument("--benchmarks", default="../shared/benchmarks", help="folder of the LoCoMo JSONL")
+        parser.add_argument("--every", type=int, default=3, help="LoCoMo: every Nth case (the sets are large)")
+        parser.add_argument("--reuse", action="store_true", help="reuse already loaded evaluation projects")
+        parser.add_argument("--json", help="also write the table to this file")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        names = list(dict.fromkeys([*options["fit"].split(","), *options["report"].split(",")]))
+        sets = {name: self._collect(name, options) for name in names}
+        fit_sets = [sets[n] for n in options["fit"].split(",")]
+        report_sets = [sets[n] for n in options["report"].split(",")]
+        table = transfer_table(fit_sets, report_sets)
+        final = fit(fit_sets)
+        shipped = {s.name: evaluate(s, FITTED) for s in report_sets}
+        for fold in table:
+            self.stdout.write(f"fit without {fold.held_out}: {fold.model}")
+            for name, (figures, held) in fold.figures.items():
+                self.stdout.write(f"  {name:9s} {'held-out' if held else 'fitted  '} {_fmt(figures)}")
+        self.stdout.write(f"fit on all: {final}")
+        for one in report_sets:
+            self.stdout.write(f"  {one.name:9s} {_fmt(evaluate(one, final))}")
+        self.stdout.write("shipped model (retrieval.relevance.FITTED):")
+        for name, figures in shipped.items():
+            self.stdout.write(f"  {name:9s} {_fmt(figures)}")
+        if options["json"]:
+            payload = {
+                "folds": [
+                    {
+                        "held_out": fold.held_out,
+                        "model": repr(fold.model),
+                        "figures": {n: {**vars(f), "held_out": h} for n, (f, h) in fold.figures.items()},
+                    }
+                    for fold in table
+                ],
+                "all": repr(final),
+            }
+            with open(options["json"], "w") as out:
+                json.dump(payload, out, indent=1, default=float)
+
+    def _collect(self, name: str, options: dict[str, Any]) -> SetCases:
+        dataset_options: dict[str, Any] = {"dataset": name, "limit": None}
+        if name in LOCOMO:
+            base = f"{options['benchmarks']}/{LOCOMO[name]}"
+            dataset_options.update(dataset="locomo", corpus=f"{base}_corpus.jsonl", cases=f"{base}_retrieval.jsonl")
+        dataset = load_dataset(dataset_options)
+        if name in LOCOMO:
+            dataset.cases = dataset.cases[:: options["every"]]
+        project, ids = eval_project(dataset, reuse=options["reuse"], log=self.stderr.write)
+        self.stderr.write(f"{name}: {len(dataset.cases)} cases")
+        return collect(name, dataset, project, {v: k for k, v in ids.items()})
+
+
+def collect(name: str, dataset: Dataset, project: Any, corpus_id: dict[str, str]) -> SetCases:
+    """Every case's candidates with their relevance evidence, through the engine, cut off."""
+    result = SetCases(name=name, has_negatives=any(not c.relevant_ids for c in dataset.cases))
+    for case in dataset.cases:
+        trace = Trace()
+        request = RetrieveRequest(
+            user_id=case.user_id,
+            query=None if case.messages else case.query,
+            messages=[{"role": m.role, "content": m.content} for m in case.messages] or None,
+            min_score=0,
+            limit=50,
+            hop_depth=0,
+            judge=False,
+        )
+        retrieve(project=project, request=request, trace=trace)
+        ids = [c.memory_id for c in trace.candidates if c.memory_id in trace.evidence]
+        features = np.array([trace.evidence[i].features for i in ids], dtype=np.float64).reshape(len(ids), -1)
+        result.cases.append(
+            CaseCandidates(
+                features=features, ids=[corpus_id.get(i, i) for i in ids], relevant=frozenset(case.relevant_ids)
+            )
+        )
+    return result
+
+
+def _fmt(f: Any) -> str:
+    return (
+        f"R@5 {f.recall_at_5:.3f} (n {f.answered})  negatives empty {f.negatives_empty:.3f} (n {f.negatives})"
+        f"  precision {f.precision:.3f}"
+    )

@@ -1,0 +1,158 @@
+"""Relevance: does a candidate bear on what the turn asks? A score in [0, 1] and the cut.
+
+A cosine alone does not mean the same from one query to the next: a short, generic query
+("hobbies") sits closer to everything than a specific one, so the same 0.35 is a match for
+one query and noise for another. The model therefore reads evidence that does mean the same
+for every user and query:
+
+- ``cosine``: the best cosine between the memory and the query (or its conversation
+  context, or a HyDE hypothesis, discounted);
+- ``standout``: how far that cosine stands above what an *unrelated* memory scores for the
+  same query: ``(cosine - mean) / std`` of the query's cosines over a fixed set of everyday
+  memories shipped with the project (``data/background_memories.txt``). It needs nothing
+  from the user, so a user with a single memory is judged like one with ten thousand;
+- ``keyword``: the share of the query's words the memory contains, each word weighted by
+  its rarity among the memories the caller can see (``search.py``'s IDF-weighted coverage).
+
+``score = sigmoid(w · features + bias)``, the chance the memory bears on the query. The
+default cut keeps a candidate when its score is at least ``min_score`` and at least
+``margin`` times the best candidate's score (a memory far weaker than the best answer is
+noise next to it). Weights, cut and margin are fitted by ``manage.py fit_relevance`` on
+labelled sets and reported on sets held out of the fit (DECISIONS.md has the table).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from retrieval.embedders import embedder_for_model
+from retrieval.embedding import embed_texts
+from retrieval.search import Candidate
+
+BACKGROUND_PATH = Path(__file__).parent / "data" / "background_memories.txt"
+FEATURE_NAMES = ("cosine", "standout", "keyword")
+
+#: A HyDE hypothesis is the model's guess, so its cosine counts a little less than the query's.
+HYDE_COSINE_DISCOUNT = 0.08
+_STD_FLOOR = 0.02  # a degenerate background (all cosines equal) must not divide by ~0
+# A memory whose vector is not there yet (embedding pending) is judged as a loosely related
+# one: it can still pass on a solid keyword match.
+MISSING_COSINE, MISSING_STANDOUT = 0.25, 1.5
+
+_Array = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class RelevanceModel:
+    """A fitted logistic model over ``FEATURE_NAMES`` and the default cut that goes with it."""
+
+    weights: tuple[float, ...]
+    bias: float
+    min_score: float
+    margin: float
+    fitted_on: str = ""
+
+    def __post_init__(self) -> None:
+        if len(self.weights) != len(FEATURE_NAMES):
+            raise ValueError(f"expected {len(FEATURE_NAMES)} weights, got {len(self.weights)}")
+        if not all(math.isfinite(x) for x in (*self.weights, self.bias, self.min_score, self.margin)):
+            raise ValueError("relevance parameters must be finite")
+        if any(w < 0 for w in self.weights):
+            raise ValueError("weights must be non-negative: more evidence never lowers relevance")
+        if not (0 <= self.min_score <= 1 and 0 <= self.margin <= 1):
+            raise ValueError("min_score and margin must lie in [0, 1]")
+
+    def score(self, features: Sequence[float]) -> float:
+        z = self.bias + sum(w * x for w, x in zip(self.weights, features, strict=True))
+        return 1.0 / (1.0 + math.exp(-min(max(z, -500.0), 500.0)))
+
+
+#: What the engine uses. Fitted by ``manage.py fit_relevance`` (see DECISIONS.md for the sets,
+#: the held-out figures and the command line).
+FITTED = RelevanceModel(
+    weights=(4.0, 0.3, 3.1),
+    bias=-4.0,
+    min_score=0.2,
+    margin=0.7,
+    fitted_on="set by hand; replaced by the fit_relevance fit below",
+)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Why a candidate scored what it did (the playground shows it)."""
+
+    cosine: float
+    standout: float
+    keyword: float
+    score: float
+
+    @property
+    def features(self) -> tuple[float, float, float]:
+        return (self.cosine, self.standout, self.keyword)
+
+
+@dataclass(frozen=True)
+class Background:
+    """Per query vector: mean and spread of its cosines with the background memories."""
+
+    mean: _Array
+    std: _Array
+
+    def standout(self, cosine: float, rows: slice) -> float:
+        """The largest ``(cosine - mean) / std`` over the query vectors in ``rows``."""
+        mean, std = self.mean[rows], self.std[rows]
+        if mean.size == 0:
+            return 0.0
+        return float(np.max((cosine - mean) / std))
+
+
+_background_lock = threading.Lock()
+
+
+@cache
+def _background_vectors(model: str) -> npt.NDArray[np.float32]:
+    sentences = [line.strip() for line in BACKGROUND_PATH.read_text().splitlines() if line.strip()]
+    with _background_lock:
+        return embed_texts(sentences, embedder=embedder_for_model(model))
+
+
+def background(vectors: npt.NDArray[np.float32], *, model: str) -> Background:
+    """Background statistics for each query vector (one matrix product, well under 1 ms)."""
+    sims = np.asarray(vectors, dtype=np.float64) @ np.asarray(_background_vectors(model), dtype=np.float64).T
+    return Background(mean=sims.mean(axis=1), std=np.maximum(sims.std(axis=1), _STD_FLOOR))
+
+
+def evidence(
+    candidate: Candidate, *, stats: Background, query_vectors: int, model: RelevanceModel = FITTED
+) -> Evidence:
+    """The features of one candidate and its score."""
+    cosine, standout = MISSING_COSINE, MISSING_STANDOUT
+    if candidate.cosine is not None and math.isfinite(candidate.cosine):
+        cosine = candidate.cosine
+        standout = stats.standout(cosine, slice(0, query_vectors))
+    if candidate.hyde_cosine is not None and math.isfinite(candidate.hyde_cosine):
+        hyde = candidate.hyde_cosine - HYDE_COSINE_DISCOUNT
+        cosine = max(cosine, hyde)
+        standout = max(standout, stats.standout(hyde, slice(query_vectors, None)))
+    keyword = candidate.keyword_coverage or 0.0
+    keyword = min(max(keyword, 0.0), 1.0) if math.isfinite(keyword) else 0.0
+    features = (min(max(cosine, -1.0), 1.0), min(max(standout, -10.0), 20.0), keyword)
+    return Evidence(*features, score=model.score(features))
+
+
+def select(scored: Sequence[tuple[str, float]], *, min_score: float, margin: float) -> list[tuple[str, float]]:
+    """Candidates at or above ``min_score`` and ``margin`` × the best score, best first."""
+    ranked = sorted(scored, key=lambda pair: (-pair[1], pair[0]))
+    if not ranked:
+        return []
+    floor = max(min_score, margin * ranked[0][1])
+    return [pair for pair in ranked if pair[1] >= floor]

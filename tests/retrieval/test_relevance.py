@@ -1,0 +1,90 @@
+"""Relevance that transfers: a semantic match passes on its own, an unrelated question gets nothing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memories.models import Project
+from retrieval import relevance
+from retrieval.evaluation.relevance_fit import CaseCandidates, SetCases, evaluate, fit
+from retrieval.search import Candidate
+
+HIKING = "Enjoys hiking in the mountains on weekends."
+
+
+@pytest.fixture
+def hiker(api, make_memory):
+    Project.objects.filter(pk=api.project.pk).update(retrieval_rate_limit=0)
+    return make_memory(user_id="hiker", content=HIKING)["id"]
+
+
+def ask(api, query, **body):
+    response = api.post("/retrieve", {"user_id": "hiker", "query": query, **body})
+    assert response.status_code == 200, response.content
+    return [m["content"] for m in response.json()["memories"]]
+
+
+def test_a_single_memory_user_finds_it_by_a_paraphrase(api, hiker):
+    assert ask(api, "outdoor activities") == [HIKING]
+
+
+def test_a_users_unrelated_question_returns_nothing(api, hiker):
+    assert ask(api, "What is my blood type?") == []
+    assert ask(api, "Which formatter do I use for Python?") == []
+
+
+def test_an_explicit_min_score_of_zero_returns_the_ranking_without_any_cut(api, hiker):
+    assert ask(api, "What is my blood type?", min_score=0) == [HIKING]
+
+
+def test_standout_measures_a_cosine_against_the_same_querys_unrelated_memories():
+    stats = relevance.Background(mean=np.array([0.1, 0.3]), std=np.array([0.1, 0.05]))
+    assert stats.standout(0.5, slice(0, 1)) == pytest.approx(4.0)
+    assert stats.standout(0.5, slice(0, 2)) == pytest.approx(4.0)  # the best over the query vectors
+    assert stats.standout(0.5, slice(2, None)) == 0.0  # no hypothesis vectors
+
+
+def test_evidence_never_falls_when_the_cosine_or_the_keyword_share_rises():
+    stats = relevance.Background(mean=np.array([0.1]), std=np.array([0.1]))
+    scores = [
+        relevance.evidence(Candidate("m", 0.0, cosine=c, keyword_coverage=k), stats=stats, query_vectors=1).score
+        for c, k in [(0.2, 0.0), (0.3, 0.0), (0.3, 0.5), (0.5, 0.5)]
+    ]
+    assert scores == sorted(scores)
+
+
+def test_select_keeps_what_clears_both_the_floor_and_the_margin_below_the_best():
+    scored = [("a", 0.9), ("b", 0.7), ("c", 0.5), ("d", 0.1)]
+    assert relevance.select(scored, min_score=0.2, margin=0.7) == [("a", 0.9), ("b", 0.7)]
+    assert relevance.select(scored, min_score=0.2, margin=0.0) == [("a", 0.9), ("b", 0.7), ("c", 0.5)]
+    assert relevance.select([], min_score=0.2, margin=0.7) == []
+
+
+def test_a_relevance_model_refuses_negative_weights_and_cuts_outside_zero_to_one():
+    with pytest.raises(ValueError):
+        relevance.RelevanceModel(weights=(1.0, -0.1, 1.0), bias=0.0, min_score=0.2, margin=0.5)
+    with pytest.raises(ValueError):
+        relevance.RelevanceModel(weights=(1.0, 0.1, 1.0), bias=0.0, min_score=1.5, margin=0.5)
+
+
+def _synthetic_set(name: str, seed: int) -> SetCases:
+    """Answerable cases whose answer has a high cosine, and negatives with only low ones."""
+    rng = np.random.default_rng(seed)
+    result = SetCases(name=name, has_negatives=True)
+    for number in range(60):
+        answerable = number % 3 != 0
+        cosines = rng.uniform(0.0, 0.3, size=8)
+        if answerable:
+            cosines[0] = rng.uniform(0.5, 0.8)
+        features = np.column_stack([cosines, cosines * 10, np.zeros(8)])
+        ids = [f"{number}-{i}" for i in range(8)]
+        result.cases.append(CaseCandidates(features, ids, frozenset({ids[0]} if answerable else set())))
+    return result
+
+
+def test_a_model_fitted_on_one_set_transfers_to_a_set_it_never_saw():
+    model = fit([_synthetic_set("a", 1)])
+    figures = evaluate(_synthetic_set("b", 2), model)
+    assert (figures.recall_at_5, figures.negatives_empty, figures.precision) == (1.0, 1.0, 1.0)
+    assert model.weights[0] > 0 and model.fitted_on == "a"
