@@ -23,6 +23,11 @@ from retrieval.embedders import embedder_for_model
 from retrieval.embedding import active_model, embed_texts
 
 RRF_K = 60
+# Words capture writes into nearly every memory ("The user prefers…", "The team decided…").
+# Until a user has enough memories for word counts (keyword_stats.py), they would make every
+# memory a keyword match for every question that says "the user": they weigh nothing and are
+# not searched. With counts, the IDF cut takes care of them (and of any other common word).
+BOILERPLATE_LEXEMES = ("user", "team")
 # Measured by bench_retrieve's recall check (top 10 vs an exact search, 100k memories).
 HNSW_EF_SEARCH = 400
 
@@ -48,7 +53,8 @@ lexeme_share AS (
            coalesce(sum(cl.docs), 0) AS docs,
            -- IDF-style weight (words below the stored one per cent count as in one memory); 1 for all
            -- words when there are no statistics.
-           coalesce(ln(1 + sum(ks.rows)::float / (greatest(sum(cl.docs), 1) + 0.5)), 1) AS weight
+           coalesce(ln(1 + sum(ks.rows)::float / (greatest(sum(cl.docs), 1) + 0.5)),
+                    CASE WHEN w.lexeme = ANY(%(boilerplate)s::text[]) THEN 0 ELSE 1 END) AS weight
     FROM query_lexemes, unnest(lexemes) AS w(lexeme)
     LEFT JOIN retrieval_keywordstats ks ON ks.project_id = %(project)s AND ks.owner IN (%(user)s, '')
     LEFT JOIN retrieval_commonlexeme cl ON cl.stats_id = ks.id AND cl.lexeme = w.lexeme
@@ -57,10 +63,10 @@ lexeme_share AS (
 -- The words full text searches. Not the common ones (share above max_share): without IDF
 -- they rank nothing, and each matching row costs a check. Of the rest, rarest first, only
 -- as many as their summed counts fit the row budget (the rarest always). Words without
--- statistics are always searched.
+-- statistics are searched, except the boilerplate capture writes into nearly every memory.
 searched AS (
     SELECT lexeme,
-           share IS NULL OR (
+           (share IS NULL AND weight > 0) OR (
                share <= %(max_share)s AND (
                    %(row_budget)s::int IS NULL
                    OR sum(docs) OVER (ORDER BY share, lexeme) <= %(row_budget)s::int
@@ -238,6 +244,7 @@ def hybrid_search(params: SearchParams, *, timeout_ms: int | None = None) -> Sea
         "vector_weight": params.vector_weight,
         "hyde_weight": params.hyde_weight,
         "query_vectors": params.query_vectors,
+        "boilerplate": list(BOILERPLATE_LEXEMES),
     }
     with transaction.atomic(), connection.cursor() as cursor:
         set_search_settings(cursor, timeout_ms=timeout_ms)

@@ -88,3 +88,11 @@ def test_a_model_fitted_on_one_set_transfers_to_a_set_it_never_saw():
     figures = evaluate(_synthetic_set("b", 2), model)
     assert (figures.recall_at_5, figures.negatives_empty, figures.precision) == (1.0, 1.0, 1.0)
     assert model.weights[0] > 0 and model.fitted_on == "a"
+
+
+def test_the_user_boilerplate_capture_writes_is_not_a_keyword_match(api, make_memory):
+    Project.objects.filter(pk=api.project.pk).update(retrieval_rate_limit=0)
+    for content in ("The user likes green tea.", "The user is allergic to peanuts.", "The user lives in Porto."):
+        make_memory(user_id="hiker", content=content)
+    response = api.post("/retrieve", {"user_id": "hiker", "query": "What car does the user drive?", "min_score": 0})
+    assert [m["matched_by"] for m in response.json()["memories"] if "keyword" in m["matched_by"]] == []
