@@ -6,7 +6,7 @@ import numpy as np
 from django.db import connection, transaction
 from pgvector import Vector
 
-from retrieval.search import HYBRID_SQL
+from retrieval.search import BOILERPLATE_LEXEMES, HYBRID_SQL
 
 
 def explain(project_id: int) -> str:
@@ -26,6 +26,7 @@ def explain(project_id: int) -> str:
         "vector_weight": 1.0,
         "hyde_weight": 1.0,
         "query_vectors": 1,
+        "boilerplate": list(BOILERPLATE_LEXEMES),
     }
     with transaction.atomic(), connection.cursor() as cursor:
         # Test tables are tiny, so the planner would rightly scan them; forbid that to see
