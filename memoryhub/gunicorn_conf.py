@@ -16,13 +16,15 @@ graceful_timeout = 10
 
 
 def post_worker_init(worker: Any) -> None:
-    """Load the embedding model and the token encoding before the first request.
+    """Load the embedding model, the token encoding and the relevance background first.
 
     Both take about a second to load; without this the first retrieve a worker
     serves pays for it.
     """
     from retrieval.embedding import embedder_health
+    from retrieval.relevance import warm_up
     from retrieval.tokens import count_tokens
 
     count_tokens("warm up")
     embedder_health()
+    warm_up()

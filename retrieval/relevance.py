@@ -23,6 +23,7 @@ labelled sets and reported on sets held out of the fit (DECISIONS.md has the tab
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 from collections.abc import Sequence
@@ -123,6 +124,15 @@ def _background_vectors(model: str) -> npt.NDArray[np.float32]:
     sentences = [line.strip() for line in BACKGROUND_PATH.read_text().splitlines() if line.strip()]
     with _background_lock:
         return embed_texts(sentences, embedder=embedder_for_model(model))
+
+
+def warm_up() -> None:
+    """Embed the background memories for the default model now, not in the first request."""
+    from retrieval.embedders import EmbedderError
+    from retrieval.embedding import default_model_name
+
+    with contextlib.suppress(EmbedderError):  # the first request tries again (and degrades if it must)
+        _background_vectors(default_model_name())
 
 
 def background(vectors: npt.NDArray[np.float32], *, model: str) -> Background:
