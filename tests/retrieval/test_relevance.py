@@ -86,7 +86,7 @@ def _synthetic_set(name: str, seed: int) -> SetCases:
 def test_a_model_fitted_on_one_set_transfers_to_a_set_it_never_saw():
     model = fit([_synthetic_set("a", 1)])
     figures = evaluate(_synthetic_set("b", 2), model)
-    assert (figures.recall_at_5, figures.negatives_empty, figures.precision) == (1.0, 1.0, 1.0)
+    assert (figures.recall_at_5, figures.negatives_empty, figures.shortfall()) == (1.0, 1.0, 0.0)
     assert model.weights[0] > 0 and model.fitted_on == "a"
 
 
@@ -96,3 +96,13 @@ def test_the_user_boilerplate_capture_writes_is_not_a_keyword_match(api, make_me
         make_memory(user_id="hiker", content=content)
     response = api.post("/retrieve", {"user_id": "hiker", "query": "What car does the user drive?", "min_score": 0})
     assert [m["matched_by"] for m in response.json()["memories"] if "keyword" in m["matched_by"]] == []
+
+
+def test_a_cut_that_gets_a_required_example_wrong_is_never_chosen():
+    train = _synthetic_set("a", 1)
+    near_miss = CaseCandidates(np.array([[0.3, 3.0, 0.0]]), ["unrelated"], frozenset())
+    required = SetCases(name="examples", cases=[near_miss], has_negatives=True)
+    free, bound = fit([train]), fit([train], require=required)
+    assert evaluate(required, free).negatives_empty == 0.0
+    assert evaluate(required, bound).negatives_empty == 1.0
+    assert evaluate(_synthetic_set("b", 2), bound).shortfall() == 0.0

@@ -5,7 +5,8 @@ keeps a loaded one), runs every case through the engine with the cut off (``min_
 keeps each candidate's relevance evidence and label, then:
 
 1. leaves each of the --fit sets out in turn: fits on the others, chooses the cut on the
-   others' negatives, and reports every set (held-out ones marked) — the transfer table;
+   others' negatives, and reports every set (held-out ones marked) — the transfer table.
+   Every cut must also get the issue's own examples right (``_required_examples``);
 2. fits on all --fit sets and prints the ``RelevanceModel`` to put in ``retrieval/relevance.py``.
 
 Sets: ``golden`` and ``everyday`` (eval/), ``obs``, ``session``, ``turns`` (LoCoMo, read from
@@ -21,11 +22,12 @@ import numpy as np
 from django.core.management.base import BaseCommand, CommandParser
 
 from retrieval.engine import RetrieveRequest, Trace, retrieve
-from retrieval.evaluation.datasets import Dataset
+from retrieval.evaluation.datasets import Case, CorpusItem, Dataset
 from retrieval.evaluation.relevance_fit import CaseCandidates, SetCases, evaluate, fit, transfer_table
 from retrieval.management.commands.eval_retrieval import eval_project, load_dataset
 from retrieval.relevance import FITTED
 
+HIKING_EXAMPLE = "Enjoys hiking in the mountains on weekends."
 LOCOMO = {"obs": "locomo_obs", "session": "locomo_session", "turns": "locomo"}
 
 
@@ -45,8 +47,9 @@ class Command(BaseCommand):
         sets = {name: self._collect(name, options) for name in names}
         fit_sets = [sets[n] for n in options["fit"].split(",")]
         report_sets = [sets[n] for n in options["report"].split(",")]
-        table = transfer_table(fit_sets, report_sets)
-        final = fit(fit_sets)
+        required = self._required_examples()
+        table = transfer_table(fit_sets, report_sets, require=required)
+        final = fit(fit_sets, require=required)
         shipped = {s.name: evaluate(s, FITTED) for s in report_sets}
         for fold in table:
             self.stdout.write(f"fit without {fold.held_out}: {fold.model}")
@@ -72,6 +75,34 @@ class Command(BaseCommand):
             }
             with open(options["json"], "w") as out:
                 json.dump(payload, out, indent=1, default=float)
+
+    def _required_examples(self) -> SetCases:
+        """The product's own examples every cut must get right (issue 10): a user whose only
+        memory is about hiking asks about outdoor activities (answer it) and about their blood
+        type (say nothing)."""
+        dataset = Dataset(
+            name="required_examples",
+            corpus=[CorpusItem(id="hiking", user_id="hiker", text=HIKING_EXAMPLE)],
+            cases=[
+                Case(
+                    id="outdoors",
+                    user_id="hiker",
+                    query="outdoor activities",
+                    category="paraphrase",
+                    relevant_ids=("hiking",),
+                ),
+                Case(
+                    id="blood",
+                    user_id="hiker",
+                    query="What is my blood type?",
+                    category="negative",
+                    relevant_ids=(),
+                    negative=True,
+                ),
+            ],
+        )
+        project, ids = eval_project(dataset, reuse=False, log=self.stderr.write)
+        return collect("required_examples", dataset, project, {v: k for k, v in ids.items()})
 
     def _collect(self, name: str, options: dict[str, Any]) -> SetCases:
         dataset_options: dict[str, Any] = {"dataset": name, "limit": None}
