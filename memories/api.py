@@ -28,7 +28,7 @@ from memories.schemas import (
 )
 
 router = Router(tags=["memories"])
-ERRORS: dict[int, Any] = dict.fromkeys((400, 401, 404, 409, 413, 422, 503), ErrorOut)
+ERRORS: dict[int, Any] = dict.fromkeys((400, 401, 404, 409, 413, 422, 429, 503), ErrorOut)
 
 
 def api_key(request: HttpRequest) -> ApiKey:

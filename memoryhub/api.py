@@ -21,7 +21,7 @@ from memories.models import ApiKey
 from memories.scratchpad_api import router as scratchpad_router
 from memories.services import hash_api_key
 from memoryhub import health
-from memoryhub.errors import DomainError
+from memoryhub.errors import DomainError, RateLimited
 from retrieval.api import router as retrieval_router
 
 log = logging.getLogger(__name__)
@@ -62,7 +62,10 @@ def error_response(request: HttpRequest, status: int, code: str, message: str, d
 
 @api.exception_handler(DomainError)
 def on_domain_error(request: HttpRequest, exc: DomainError) -> HttpResponse:
-    return error_response(request, exc.status, exc.code, exc.message, exc.details)
+    response = error_response(request, exc.status, exc.code, exc.message, exc.details)
+    if isinstance(exc, RateLimited) and isinstance(exc.details, dict) and exc.details.get("retry_after"):
+        response["Retry-After"] = str(exc.details["retry_after"])
+    return response
 
 
 @api.exception_handler(ValidationError)

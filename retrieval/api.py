@@ -21,7 +21,8 @@ router = Router(tags=["retrieval"])
 def retrieve_memories(request: HttpRequest, body: RetrieveIn) -> dict[str, Any]:
     """The few memories that matter for this turn, packed into the token budget.
 
-    Always 200: a stage that fails is skipped and named in ``degraded``.
+    200 even when a stage fails (it is skipped and named in ``degraded``); 429 with
+    ``Retry-After`` over the per-user rate limit, so "nothing relevant" and "slow down" differ.
     """
     data = body.model_dump()
     data["messages"] = [m.model_dump() for m in body.messages] if body.messages else None

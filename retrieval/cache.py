@@ -17,6 +17,7 @@ from retrieval.embedding import redis_client
 log = logging.getLogger(__name__)
 
 TURN_TTL_SECONDS = 15 * 60
+RATE_WINDOW_SECONDS = 60
 
 
 def turn_key(project_id: int, user_id: str, turn_id: str) -> str:
@@ -40,10 +41,11 @@ def put(key: str, body: dict[str, Any]) -> None:
         log.warning("turn cache unavailable")
 
 
-def allow(project_id: int, user_id: str, *, limit: int) -> bool:
-    """Count one retrieval for the user in this minute; False once over ``limit`` (0 = no limit)."""
+def wait_seconds(project_id: int, user_id: str, *, limit: int) -> int:
+    """Count one retrieval for the user in this minute: 0 when allowed, else the seconds until
+    the user's window closes (0 = no limit; Redis trouble allows)."""
     if limit <= 0:
-        return True
+        return 0
     digest = hashlib.sha256(f"{project_id}\0{user_id}".encode()).hexdigest()[:32]
     key = f"memoryhub:rate:{digest}"
     try:
@@ -51,7 +53,10 @@ def allow(project_id: int, user_id: str, *, limit: int) -> bool:
         # where a burst straddling two clock minutes gets twice the limit).
         count = int(redis_client().incr(key))
         if count == 1:
-            redis_client().expire(key, 60)
+            redis_client().expire(key, RATE_WINDOW_SECONDS)
+        if count <= limit:
+            return 0
+        ttl = int(redis_client().ttl(key))
     except redis.RedisError:
-        return True
-    return count <= limit
+        return 0
+    return max(1, ttl if ttl > 0 else RATE_WINDOW_SECONDS)

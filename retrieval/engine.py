@@ -25,6 +25,7 @@ from capture.window import clean_window, render_window
 from memories.models import Memory, MemoryEdge, Project, Status
 from memories.schemas import memory_out
 from memories.selectors import memories_live, memories_visible, older_versions, with_relations
+from memoryhub.errors import RateLimited
 from retrieval import cache, calibration, judge, relevance
 from retrieval.embedders import EmbedderError, embedder_for_model
 from retrieval.embedding import active_model, embed_texts
@@ -56,6 +57,10 @@ class RetrieveRequest:
     hop_depth: int = 1
     include_superseded: bool = False
     judge: bool | None = None
+    # The playground asks on an end user's behalf: it neither spends their rate limit nor
+    # writes to their retrieval log.
+    rate_limited: bool = True
+    logged: bool = True
 
 
 @dataclass
@@ -103,9 +108,13 @@ def retrieve(*, project: Project, request: RetrieveRequest, trace: Trace | None 
     key = cache.turn_key(project.pk, request.user_id, request.turn_id) if request.turn_id else None
     if key and (hit := cache.get(key)) is not None:
         return _finish(project, request, trace, {**hit, "cached": True}, started)
-    if not cache.allow(project.pk, request.user_id, limit=project.retrieval_rate_limit):
-        trace.degraded.append("rate_limited")
-        return _finish(project, request, trace, _empty(trace), started)
+    if request.rate_limited and (
+        wait := cache.wait_seconds(project.pk, request.user_id, limit=project.retrieval_rate_limit)
+    ):
+        raise RateLimited(
+            f"more than {project.retrieval_rate_limit} retrievals a minute for this user; retry in {wait} s",
+            details={"retry_after": wait},
+        )
     try:
         body = _run(project, request, trace, started)
     except DatabaseError:
@@ -466,7 +475,8 @@ def _finish(
         "timings_ms": dict(trace.timings),
         "correlation_id": trace.correlation_id,
     }
-    _log(project, request, trace, body)
+    if request.logged:
+        _log(project, request, trace, body)
     return body
 
 

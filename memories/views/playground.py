@@ -77,6 +77,8 @@ class PlaygroundForm(forms.Form):
             min_score=data["min_score"],
             hop_depth=1 if data["hop_depth"] is None else data["hop_depth"],
             limit=data["limit"] or 10,
+            rate_limited=False,
+            logged=False,
         )
 
 

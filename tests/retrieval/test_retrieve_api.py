@@ -170,12 +170,15 @@ def test_embedder_down_falls_back_to_full_text(api, alice_memories, settings, fa
     embedders.reset_embedder_cache()
 
 
-def test_rate_limit_answers_empty_and_says_so(api, alice_memories):
+def test_over_the_rate_limit_is_429_with_retry_after(api, alice_memories):
     Project.objects.filter(pk=api.project.pk).update(retrieval_rate_limit=2)
     for _ in range(2):
         assert retrieve(api, query="green tea")["degraded"] == []
-    over = retrieve(api, query="green tea")
-    assert (over["memories"], over["degraded"]) == ([], ["rate_limited"])
+    over = api.post("/retrieve", {"user_id": "alice", "query": "green tea"})
+    assert (over.status_code, over.json()["error"]["code"]) == (429, "rate_limited")
+    assert 1 <= int(over["Retry-After"]) <= 60
+    other_user = api.post("/retrieve", {"user_id": "bob", "query": "green tea"})
+    assert other_user.status_code == 200
 
 
 def test_every_call_is_logged_with_a_hash_not_the_query(api, alice_memories):
