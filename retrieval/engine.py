@@ -287,7 +287,12 @@ def score(
     else:
         threshold = request.min_score if explicit else default_min_score()
         margin = 0.0 if explicit else default_margin()
-        stats = relevance.background(vectors, model=model)
+        try:
+            stats = relevance.background(vectors, model=model)
+        except EmbedderError as error:
+            log.warning("relevance background unavailable: %s", error)
+            trace.degraded.append("relevance_background_unavailable")
+            stats = relevance.typical_background(len(vectors))
         for candidate in candidates:
             found = relevance.evidence(candidate, stats=stats, query_vectors=query_vectors)
             trace.evidence[candidate.memory_id] = found

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from memories.models import Project
-from retrieval import relevance
+from retrieval import embedders, relevance
 from retrieval.evaluation.relevance_fit import CaseCandidates, SetCases, evaluate, fit
 from retrieval.search import Candidate
+from tests.support.openai_server import Fault
 
 HIKING = "Enjoys hiking in the mountains on weekends."
 
@@ -106,3 +107,17 @@ def test_a_cut_that_gets_a_required_example_wrong_is_never_chosen():
     assert evaluate(required, free).negatives_empty == 0.0
     assert evaluate(required, bound).negatives_empty == 1.0
     assert evaluate(_synthetic_set("b", 2), bound).shortfall() == 0.0
+
+
+def test_a_background_that_cannot_be_embedded_degrades_instead_of_failing(api, make_memory, settings, fake_openai):
+    settings.MEMORYHUB_LLM_BASE_URL, settings.OPENAI_API_KEY = fake_openai.base_url, "k"
+    Project.objects.filter(pk=api.project.pk).update(active_embedding_model="fake-embed", retrieval_rate_limit=0)
+    embedders.reset_embedder_cache()
+    relevance._background_vectors.cache_clear()
+    make_memory(user_id="hiker", content=HIKING)
+    fake_openai.script_embeddings(None, Fault(status=503))  # the query embeds, the background fails
+    response = api.post("/retrieve", {"user_id": "hiker", "query": "hiking in the mountains"})
+    assert response.status_code == 200
+    assert response.json()["degraded"] == ["relevance_background_unavailable"]
+    assert [m["content"] for m in response.json()["memories"]] == [HIKING]
+    embedders.reset_embedder_cache()
