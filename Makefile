@@ -40,7 +40,7 @@ test: install browser lint
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/test MEMORYHUB_STOP_SERVERS=1 $(PY) -m pytest
 
 stop: install
-	$(PY) -c "from memoryhub import embedded; embedded.stop_all()"
+	$(PY) -m memoryhub.embedded stop
 
 # Re-pin the whole dependency tree from pyproject.toml's direct pins.
 lock:

@@ -6,8 +6,24 @@ from __future__ import annotations
 import os
 import sys
 
+# Commands that never touch the database or the broker: they do not start embedded servers.
+NO_SERVERS = {"help", "version", "check", "collectstatic", "diffsettings", "makemessages", "compilemessages"}
+
+
+def needs_servers(argv: list[str]) -> bool:
+    command = argv[1] if len(argv) > 1 else "help"
+    return not command.startswith("-") and command not in NO_SERVERS
+
+
 if __name__ == "__main__":
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
     from django.core.management import execute_from_command_line
 
+    from memoryhub.config import load_settings
+
+    load_settings()
+    if needs_servers(sys.argv):
+        from memoryhub import embedded
+
+        embedded.start_servers()
     execute_from_command_line(sys.argv)

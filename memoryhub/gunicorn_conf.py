@@ -8,11 +8,24 @@ from __future__ import annotations
 import os
 from typing import Any
 
-workers = int(os.environ.get("WEB_CONCURRENCY", "3"))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
+from django.conf import settings  # noqa: E402 - after the settings module is named
+
+from memoryhub.config import load_settings  # noqa: E402
+
+load_settings()
+workers = settings.WEB_CONCURRENCY
 worker_class = "gthread"
 threads = 4
 timeout = 60
 graceful_timeout = 10
+
+
+def on_starting(server: Any) -> None:
+    """gunicorn started by hand gets the embedded servers the configuration uses (once, in the master)."""
+    from memoryhub import embedded
+
+    embedded.start_servers()
 
 
 def post_worker_init(worker: Any) -> None:

@@ -1,9 +1,10 @@
 """``make run``: the whole service in the foreground.
 
-Starts the embedded Postgres and Redis (unless DATABASE_URL / REDIS_URL are set),
-migrates, seeds the demo on first run, then runs gunicorn (several worker
-processes), a Celery worker and Celery beat as children. Ctrl-C or SIGTERM stops
-every child and then the embedded servers; if any child dies, everything stops.
+Starts the embedded Postgres and Redis (unless DATABASE_URL / REDIS_URL are set) and
+exports their URLs to the children, migrates, seeds the demo into an empty database, then
+runs gunicorn (several worker processes, on ``MEMORYHUB_BIND``: loopback unless told
+otherwise), a Celery worker and Celery beat as children. Ctrl-C or SIGTERM stops every
+child and then the embedded servers it started; if any child dies, everything stops.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import time
 from types import FrameType
 
 
-def _children(port: str) -> dict[str, list[str]]:
+def _children(host: str, port: int) -> dict[str, list[str]]:
     python = sys.executable
     return {
         "web": [
@@ -28,7 +29,7 @@ def _children(port: str) -> dict[str, list[str]]:
             "--config",
             "python:memoryhub.gunicorn_conf",
             "--bind",
-            f"0.0.0.0:{port}",
+            f"[{host}]:{port}" if ":" in host else f"{host}:{port}",
             "--access-logfile",
             "-",
         ],
@@ -41,7 +42,7 @@ def _prepare() -> None:
     import django
     from django.core.management import call_command
 
-    django.setup()  # settings start the embedded servers when URLs are unset
+    django.setup()
     call_command("migrate", interactive=False, verbosity=0)
     call_command("collectstatic", interactive=False, verbosity=0)
     call_command("seed_demo")
@@ -59,11 +60,12 @@ def _stop(processes: dict[str, subprocess.Popen[bytes]]) -> None:
             process.kill()
 
 
-def _port_free(port: str) -> bool:
-    with socket.socket() as probe:
+def _port_free(host: str, port: int) -> bool:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            probe.bind(("0.0.0.0", int(port)))
+            probe.bind((host, port))
         except OSError:
             return False
     return True
@@ -71,14 +73,31 @@ def _port_free(port: str) -> bool:
 
 def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
-    port = os.environ.get("PORT", "8000")
+    from django.conf import settings
+
+    from memoryhub import embedded
+    from memoryhub.config import load_settings
+
+    load_settings()
+    host, port = settings.MEMORYHUB_BIND, settings.PORT
     # Checked before anything starts: a second `make run` must not stop the servers
     # of the first one on its way out.
-    if not _port_free(port):
+    if not _port_free(host, port):
         print(f"Port {port} is in use (another `make run`?). Set PORT to run a second instance.", file=sys.stderr)
         return 1
-    _prepare()
-    processes = {name: subprocess.Popen(args) for name, args in _children(port).items()}
+    embedded.start_servers()  # the children inherit the exported URLs
+    try:
+        _prepare()
+        exit_code = _serve(host, port)
+    finally:
+        embedded.stop_started_servers()
+    print("MemoryHub stopped.", flush=True)
+    return exit_code
+
+
+def _serve(host: str, port: int) -> int:
+    """Run the children until a signal or until one of them dies; the exit code."""
+    processes = {name: subprocess.Popen(args) for name, args in _children(host, port).items()}
     stopping = False
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -87,9 +106,8 @@ def main() -> int:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    print(
-        f"MemoryHub is up: http://127.0.0.1:{port}/  (API: /api/v1/, docs: /api/v1/docs). Ctrl-C stops it.", flush=True
-    )
+    shown = f"[{host}]" if ":" in host else ("127.0.0.1" if host == "0.0.0.0" else host)
+    print(f"MemoryHub is up: http://{shown}:{port}/  (API: /api/v1/, docs: /api/v1/docs). Ctrl-C stops it.", flush=True)
     exit_code = 0
     while not stopping:
         dead = [name for name, p in processes.items() if p.poll() is not None]
@@ -99,10 +117,6 @@ def main() -> int:
             break
         time.sleep(0.5)
     _stop(processes)
-    from memoryhub import embedded
-
-    embedded.stop_all()
-    print("MemoryHub stopped.", flush=True)
     return exit_code
 
 

@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from retrieval.llm import describe_openai_error, openai_client, setting
+from retrieval.llm import describe_openai_error, openai_client
 
 if TYPE_CHECKING:
     from openai import OpenAI
@@ -178,7 +179,7 @@ class LocalEmbedder:
         options = onnxruntime.SessionOptions()
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
-        options.intra_op_num_threads = int(self._threads or setting("MEMORYHUB_EMBED_THREADS") or _usable_cpus())
+        options.intra_op_num_threads = int(self._threads or settings.MEMORYHUB_EMBED_THREADS or _usable_cpus())
         options.inter_op_num_threads = 1
         # Idle worker threads would otherwise spin for a while after each run, stealing the
         # CPU that Postgres and the web workers on the same small machine need.
@@ -335,11 +336,11 @@ _embedders_lock = threading.Lock()
 
 def get_embedder() -> Embedder:
     """The process's embedder, as chosen by ``MEMORYHUB_EMBEDDER`` ("local" or "openai")."""
-    kind = setting("MEMORYHUB_EMBEDDER", "local") or "local"
+    kind = settings.MEMORYHUB_EMBEDDER
     if kind == "local":
         return embedder_for_model(LOCAL_MODEL_NAME)
     if kind == "openai":
-        return embedder_for_model(setting("MEMORYHUB_EMBEDDING_MODEL") or DEFAULT_OPENAI_MODEL)
+        return embedder_for_model(settings.MEMORYHUB_EMBEDDING_MODEL or DEFAULT_OPENAI_MODEL)
     raise ImproperlyConfigured(f"MEMORYHUB_EMBEDDER must be 'local' or 'openai', not {kind!r}")
 
 
@@ -376,12 +377,13 @@ def reset_embedder_cache(*, include_local: bool = False) -> None:
 
 def _openai_embedder_from_settings(model: str) -> OpenAIEmbedder:
     # The configured dimension describes the configured model only, not older models.
-    configured = model == (setting("MEMORYHUB_EMBEDDING_MODEL") or DEFAULT_OPENAI_MODEL)
-    dimension = setting("MEMORYHUB_EMBEDDING_DIMENSION") if configured else None
+    configured = model == (settings.MEMORYHUB_EMBEDDING_MODEL or DEFAULT_OPENAI_MODEL)
+    dimension = settings.MEMORYHUB_EMBEDDING_DIMENSION if configured else None
+    # Embeddings may come from another server than chat; by default they share one.
     return OpenAIEmbedder(
         model=model,
-        base_url=setting("MEMORYHUB_LLM_BASE_URL"),
-        api_key=setting("OPENAI_API_KEY"),
-        timeout=float(setting("MEMORYHUB_EMBED_TIMEOUT", DEFAULT_TIMEOUT) or DEFAULT_TIMEOUT),
+        base_url=settings.MEMORYHUB_EMBEDDING_BASE_URL or settings.MEMORYHUB_LLM_BASE_URL,
+        api_key=settings.MEMORYHUB_EMBEDDING_API_KEY or settings.OPENAI_API_KEY,
+        timeout=float(settings.MEMORYHUB_EMBED_TIMEOUT),
         dimension=int(dimension) if dimension else None,
     )

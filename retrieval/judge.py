@@ -70,7 +70,7 @@ def run(
         if not candidates:
             kept: list[tuple[str, float]] = []
         else:
-            timeout = min(float(getattr(settings, "MEMORYHUB_JUDGE_TIMEOUT_S", 1.5)), deadline - started)
+            timeout = min(settings.MEMORYHUB_JUDGE_TIMEOUT_S, deadline - started)
             if timeout <= 0.05:
                 raise LLMError("no time left for the judge")
             ids = [memory_id for memory_id, _ in candidates]
@@ -136,4 +136,4 @@ def _clip(text: str, limit: int = MAX_MEMORY_CHARS) -> str:
 
 
 def _model() -> str | None:
-    return getattr(settings, "MEMORYHUB_JUDGE_MODEL", None) or None
+    return settings.MEMORYHUB_JUDGE_MODEL or None

@@ -2,12 +2,12 @@
 
 Tests run against the real embedded Postgres (pgvector) and Redis under
 ``$MEMORYHUB_HOME`` (``make test`` points it at ``.memoryhub/test``), or the servers
-named by ``DATABASE_URL`` / ``REDIS_URL``.
+named by ``DATABASE_URL`` / ``REDIS_URL``. The suite starts the embedded servers once, at
+configure time (settings only name them), and exports their URLs to the processes tests start.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -21,12 +21,20 @@ from memories.models import Project
 pytest_plugins = ["tests.support.openai_fixtures"]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    from memoryhub import embedded
+
+    embedded.start_servers()
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     # `make test` leaves no daemons behind; a plain pytest run keeps them for the next run.
-    if os.environ.get("MEMORYHUB_STOP_SERVERS"):
+    from django.conf import settings
+
+    if settings.MEMORYHUB_STOP_SERVERS:
         from memoryhub import embedded
 
-        embedded.stop_all()
+        embedded.stop_started_servers()
 
 
 @pytest.fixture(autouse=True)
