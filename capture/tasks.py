@@ -112,10 +112,22 @@ def sweep_embeddings() -> int:
     return len(ids)
 
 
-@shared_task(bind=True, acks_late=True, soft_time_limit=3600, time_limit=3660)
-def reembed_project_task(self: Any, project_id: int, model: str) -> dict[str, Any]:
-    """Build ``model``'s vectors for a project beside the old ones, then switch to them."""
-    result = reembed.reembed_project(project_id=project_id, model=model)
+# A re-embed runs in steps of about this many seconds, each queueing the next: a worker that
+# dies loses one step, and no run comes near the broker's visibility timeout (one hour; every
+# hard limit stays below it, or a second worker would take the same message mid-run). The
+# limits leave the last step time to build the model's index (~20 s at 100k vectors).
+REEMBED_STEP_SECONDS = 240.0
+
+
+@shared_task(acks_late=True, soft_time_limit=1800, time_limit=1860)
+def reembed_project_task(
+    project_id: int, model: str, step_seconds: float = REEMBED_STEP_SECONDS
+) -> dict[str, Any] | None:
+    """Build ``model``'s vectors for a project beside the old ones, then switch to them (in steps)."""
+    result = reembed.reembed_step(project_id=project_id, model=model, budget_s=step_seconds)
+    if result is None:
+        reembed_project_task.apply_async((project_id, model, step_seconds))
+        return None
     drop_old_vectors_task.apply_async((project_id,), countdown=reembed.OLD_VECTORS_GRACE_SECONDS)
     return result
 

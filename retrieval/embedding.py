@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,14 +35,12 @@ log = logging.getLogger(__name__)
 
 CACHE_TTL_SECONDS = 7 * 24 * 3600
 _redis_client: redis.Redis | None = None
-_indexed: set[tuple[str, int]] = set()
-_index_lock = threading.Lock()
 
 
 def default_model_name() -> str:
     """The configured embedder's model name, without loading the model."""
-    if getattr(settings, "MEMORYHUB_EMBEDDER", "local") == "openai":
-        return str(getattr(settings, "MEMORYHUB_EMBEDDING_MODEL", "") or DEFAULT_OPENAI_MODEL)
+    if settings.MEMORYHUB_EMBEDDER == "openai":
+        return settings.MEMORYHUB_EMBEDDING_MODEL or DEFAULT_OPENAI_MODEL
     return LOCAL_MODEL_NAME
 
 
@@ -110,29 +108,94 @@ def index_name(model: str, dimension: int) -> str:
     return f"embedding_hnsw_{digest}"
 
 
-def ensure_vector_index(model: str, dimension: int) -> None:
-    """Create the model's partial HNSW (cosine) index if it is missing.
+# pg_try_advisory_lock(namespace, hashtext(index name)): one build per index at a time.
+INDEX_LOCK_NAMESPACE = 4602
 
-    One expression index per model (``vector::vector(dim)``), so models of different
-    dimensions coexist in one table during a switch.
+
+@dataclass(frozen=True)
+class IndexBuild:
+    """A vector index being built now, as pg_stat_progress_create_index reports it."""
+
+    name: str
+    phase: str
+    done: int
+    total: int
+
+    @property
+    def percent(self) -> float | None:
+        return round(100 * self.done / self.total, 1) if self.total else None
+
+
+def vector_index_state(name: str) -> bool | None:
+    """From the catalogue: True when the index is valid, False when a failed or running build left
+    it invalid, None when it does not exist."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT i.indisvalid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid WHERE c.relname = %s",
+            [name],
+        )
+        row = cursor.fetchone()
+    return None if row is None else bool(row[0])
+
+
+def ensure_vector_index(model: str, dimension: int) -> bool:
+    """Build the model's partial HNSW (cosine) index unless the catalogue has a valid one; whether it is in place.
+
+    One expression index per model (``vector::vector(dim)``), so models of different dimensions
+    coexist in one table during a switch. Built ``CONCURRENTLY``: inserts (inline embeds of API
+    requests) go on while it builds. That cannot run inside a transaction; there nothing is
+    built (the sweeper builds it within a minute). A session-level advisory lock keeps one build
+    per index; with it held, an invalid index is what a killed build left behind: dropped and
+    built again. Progress: :func:`vector_index_builds`.
     """
-    with _index_lock:
-        if (model, dimension) in _indexed:
-            return
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"CREATE INDEX IF NOT EXISTS {index_name(model, dimension)} ON memories_embedding "
-                f"USING hnsw ((vector::vector({int(dimension)})) vector_cosine_ops) WITH ({HNSW_BUILD}) "
-                "WHERE model = %s",
-                [model],
-            )
-        _indexed.add((model, dimension))
+    name = index_name(model, dimension)
+    if vector_index_state(name) is True:
+        return True
+    if connection.in_atomic_block:
+        log.info("vector index %s missing; left to the sweeper (inside a transaction)", name)
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))", [INDEX_LOCK_NAMESPACE, name])
+        (locked,) = cursor.fetchone() or (False,)
+        if not locked:
+            return False  # another process is building it
+        try:
+            state = vector_index_state(name)
+            if state is False:
+                cursor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+            if state is not True:
+                started = time.monotonic()
+                log.info("building vector index %s for %s (%d dimensions)", name, model, dimension)
+                cursor.execute(
+                    f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON memories_embedding "
+                    f"USING hnsw ((vector::vector({int(dimension)})) vector_cosine_ops) WITH ({HNSW_BUILD}) "
+                    "WHERE model = %s",
+                    [model],
+                )
+                log.info("built vector index %s in %.1f s", name, time.monotonic() - started)
+        finally:
+            cursor.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", [INDEX_LOCK_NAMESPACE, name])
+    return True
+
+
+def vector_index_builds() -> list[IndexBuild]:
+    """Vector index builds running now, in any process, with their phase and progress."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT coalesce(c.relname, ''), p.phase, "
+            "CASE WHEN p.blocks_total > 0 THEN p.blocks_done ELSE p.tuples_done END, "
+            "CASE WHEN p.blocks_total > 0 THEN p.blocks_total ELSE p.tuples_total END "
+            "FROM pg_stat_progress_create_index p LEFT JOIN pg_class c ON c.oid = p.index_relid "
+            "WHERE p.relid = 'memories_embedding'::regclass"
+        )
+        rows = cursor.fetchall()
+    return [IndexBuild(name=name, phase=phase, done=int(done), total=int(total)) for name, phase, done, total in rows]
 
 
 def ensure_active_indexes() -> None:
     """Every project's active model has its HNSW index (the sweeper calls this).
 
-    Index DDL stays out of request paths: it would block writers while it builds.
+    Index DDL stays out of request paths: a request must not wait for a build.
     """
     models = {active_model(project) for project in Project.objects.only("active_embedding_model")}
     for model in sorted(models):

@@ -1,7 +1,10 @@
 """Switching a project's embedding model without a moment of half-built search.
 
-1. Build the new model's vectors beside the old ones (batches; progress in Redis).
-2. Catch up memories created or edited meanwhile; build the model's HNSW index.
+1. Build the new model's vectors beside the old ones (batches; progress in Redis), in steps
+   of a few minutes (:func:`reembed_step`): a step stores what it embedded, so the next one
+   resumes where it stopped and a worker that dies loses one step, not the whole job.
+2. Catch up memories created or edited meanwhile; build the model's HNSW index
+   (``CONCURRENTLY``: writers are not blocked; progress as ``status: "indexing"``).
 3. In one transaction: point the project at the new model, and mark any memory still
    without a new vector ``pending`` (the sweeper embeds it).
 4. After a grace period, drop the old vectors. A search embeds its query with the
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -55,50 +59,69 @@ def _missing(project: Project, model: str) -> Any:
     )
 
 
-def _build(project: Project, model: str, *, report: Progress) -> int:
+def reembed_step(
+    *, project_id: int, model: str, budget_s: float, batch: int = BATCH, report: Progress | None = None
+) -> dict[str, Any] | None:
+    """Embed the project's memories that lack a ``model`` vector for about ``budget_s`` seconds
+    (at least one batch). When none is left: build the index, switch the project and return
+    the result; while work remains, None (call again to resume)."""
+    project = Project.objects.get(pk=project_id)
+    started = _started_at(project_id, model)
+    total = Memory.objects.filter(project=project).exclude(status=Status.DELETED).count()
+    done = total - _missing(project, model).count()
+    _progress(project_id, model, done, total, started, report)
     embedder = embedder_for_model(model)
-    total = _missing(project, model).count()
-    done = 0
-    dimension = 0
-    for _round in range(3):  # the first pass, then catch up writes made meanwhile
-        before = done
-        last_pk = None
-        while batch := list(
-            (_missing(project, model).filter(pk__gt=last_pk) if last_pk else _missing(project, model))[:BATCH]
-        ):
-            vectors = embed_texts([m.content for m in batch], embedder=embedder)
-            dimension = int(vectors.shape[1])
-            store_vectors(batch, vectors, model=model)
-            last_pk = batch[-1].pk
-            done += len(batch)
-            report(done, max(total, done))
-        if done == before:
-            break
+    deadline = time.monotonic() + budget_s
+    rounds, last_pk = 0, None
+    while rounds < 3:  # the pass over what was missing, then catch up writes made meanwhile
+        rows = list((_missing(project, model).filter(pk__gt=last_pk) if last_pk else _missing(project, model))[:batch])
+        if not rows:
+            rounds, last_pk = rounds + 1, None
+            if not _missing(project, model).exists():
+                break
+            continue
+        vectors = embed_texts([m.content for m in rows], embedder=embedder)
+        store_vectors(rows, vectors, model=model)
+        last_pk, done = rows[-1].pk, done + len(rows)
+        _progress(project_id, model, done, total, started, report)
+        if time.monotonic() >= deadline:
+            return None
+    return _finish(project_id, model, total, started)
+
+
+def _finish(project_id: int, model: str, total: int, started: float) -> dict[str, Any]:
+    dimension = Embedding.objects.filter(project_id=project_id, model=model).values_list("dimension", flat=True).first()
     if dimension:
+        set_progress(project_id, model=model, status="indexing", done=total, total=total, started=started)
         ensure_vector_index(model, dimension)
-    return done
+    previous = switch_model(project_id=project_id, model=model)
+    embedded = Embedding.objects.filter(project_id=project_id, model=model).count()
+    result = {"model": model, "previous": previous, "embedded": embedded, "seconds": round(time.time() - started, 2)}
+    set_progress(project_id, status="done", done=total, total=total, **result)
+    return result
+
+
+def _started_at(project_id: int, model: str) -> float:
+    """When this re-embed began: kept in its progress across steps."""
+    with contextlib.suppress(Exception):
+        state = get_progress(project_id) or {}
+        if state.get("model") == model and state.get("status") in ("running", "indexing") and state.get("started"):
+            return float(state["started"])
+    return time.time()
+
+
+def _progress(project_id: int, model: str, done: int, total: int, started: float, report: Progress | None) -> None:
+    done = min(done, total)
+    set_progress(project_id, model=model, status="running", done=done, total=total, started=started)
+    if report:
+        report(done, total)
 
 
 def reembed_project(*, project_id: int, model: str, report: Progress | None = None) -> dict[str, Any]:
-    """Build ``model``'s vectors for the project, then make it the active model."""
-    project = Project.objects.get(pk=project_id)
-    started = time.monotonic()
-
-    def progress(done: int, total: int) -> None:
-        set_progress(project_id, model=model, status="running", done=done, total=total)
-        if report:
-            report(done, total)
-
-    progress(0, _missing(project, model).count())
-    embedded = _build(project, model, report=progress)
-    previous = switch_model(project_id=project_id, model=model)
-    result = {
-        "model": model,
-        "previous": previous,
-        "embedded": embedded,
-        "seconds": round(time.monotonic() - started, 2),
-    }
-    set_progress(project_id, status="done", done=embedded, total=embedded, **result)
+    """Build ``model``'s vectors for the project, then make it the active model (in one go)."""
+    result = None
+    while result is None:
+        result = reembed_step(project_id=project_id, model=model, budget_s=math.inf, report=report)
     return result
 
 

@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from capture.tasks import reembed_project_task
 from memories.models import Project
 from retrieval import reembed
+from retrieval.embedding import vector_index_builds
 
 
 def render_bar(done: int, total: int, started: float, width: int = 40) -> str:
@@ -55,7 +56,10 @@ class Command(BaseCommand):
         started = time.monotonic()
         while time.monotonic() - started < timeout:
             state = reembed.get_progress(project.pk) or {}
-            self._bar(state.get("done", 0), state.get("total", 0), started)
+            if state.get("status") == "indexing":
+                self._indexing()
+            else:
+                self._bar(state.get("done", 0), state.get("total", 0), started)
             if state.get("status") == "done":
                 self.stdout.write(f"\n{project.slug}: now on {model} ({state.get('seconds')} s in the worker)")
                 return
@@ -63,6 +67,13 @@ class Command(BaseCommand):
                 self.stderr.write("\rwaiting for a Celery worker (is `make run` up?)…", ending="")
             time.sleep(0.5)
         raise CommandError("timed out waiting for the re-embed job")
+
+    def _indexing(self) -> None:
+        """The vector index build's phase and progress, read from Postgres while the worker builds it."""
+        for build in vector_index_builds():
+            percent = f" {build.percent:.0f} %" if build.percent is not None else ""
+            self.stdout.write(f"\rbuilding {build.name or 'the vector index'}: {build.phase}{percent}\033[K", ending="")
+            self.stdout.flush()
 
     def _bar(self, done: int, total: int, started: float) -> None:
         self.stdout.write(render_bar(done, total, started), ending="")

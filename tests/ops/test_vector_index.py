@@ -1,0 +1,84 @@
+"""Vector indexes are built CONCURRENTLY, found in the catalogue, and report their progress."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import psycopg
+import pytest
+from django.db import connection
+
+from memories.models import Memory
+from retrieval.embedding import ensure_vector_index, index_name, store_vectors, vector_index_builds, vector_index_state
+from tests.support.celery_worker import database_url_for_tests, wait_until
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def vectors_of(make_memory):
+    """Store a 3-dimensional vector for a new memory under a test model; drop its index afterwards."""
+    models: list[str] = []
+
+    def store(model: str) -> str:
+        memory = Memory.objects.get(pk=make_memory(content=f"Alice's memory for {model}.")["id"])
+        store_vectors([memory], np.ones((1, 3), dtype=np.float32), model=model)
+        models.append(model)
+        return index_name(model, 3)
+
+    yield store
+    with connection.cursor() as cursor:
+        for model in models:
+            cursor.execute(f"DROP INDEX IF EXISTS {index_name(model, 3)}")
+
+
+def test_a_dropped_vector_index_is_built_again(vectors_of):
+    name = vectors_of("ops-rebuild")
+    assert ensure_vector_index("ops-rebuild", 3) is True
+    assert vector_index_state(name) is True
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP INDEX {name}")
+    assert ensure_vector_index("ops-rebuild", 3) is True
+    assert vector_index_state(name) is True
+
+
+def test_inserts_go_on_while_an_index_builds_and_the_build_reports_its_phase(vectors_of):
+    name = vectors_of("ops-concurrent")
+    url = database_url_for_tests()
+    # A writer's open transaction: any index build has to wait for it to end.
+    with psycopg.connect(url) as writer:
+        writer.execute("UPDATE memories_embedding SET created_at = created_at WHERE model = 'ops-concurrent'")
+        builder = threading.Thread(target=_build, args=("ops-concurrent",))
+        builder.start()
+        try:
+            assert wait_until(lambda: _build_waits(url))
+            with psycopg.connect(url, autocommit=True) as inserter:
+                inserter.execute("SET lock_timeout = '5s'")
+                inserter.execute(
+                    "INSERT INTO memories_embedding (memory_id, project_id, user_id, scope, model, dimension, vector,"
+                    " content_hash, created_at) SELECT memory_id, project_id, user_id, scope, 'ops-other', dimension,"
+                    " vector, content_hash, now() FROM memories_embedding WHERE model = 'ops-concurrent'"
+                )
+            assert [(b.name, b.phase) for b in vector_index_builds()] == [(name, "waiting for writers before build")]
+        finally:
+            writer.commit()
+            builder.join(60)
+    assert vector_index_state(name) is True
+    assert vector_index_builds() == []
+
+
+def _build_waits(url: str) -> bool:
+    """Whether an index build is waiting on a lock (the writer's transaction)."""
+    with psycopg.connect(url, autocommit=True) as probe:
+        row = probe.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'CREATE INDEX%' AND wait_event_type = 'Lock'"
+        ).fetchone()
+    return bool(row and row[0])
+
+
+def _build(model: str) -> None:
+    try:
+        ensure_vector_index(model, 3)
+    finally:
+        connection.close()
