@@ -10,6 +10,7 @@ from ninja import Router, Status
 from capture import selectors, services
 from capture.schemas import CaptureIn, CaptureJobOut, JobAcceptedOut, ObservationIn, job_out
 from memories.api import ERRORS, actor, api_key
+from memories.schemas import UserId
 
 router = Router(tags=["capture"])
 
@@ -30,8 +31,11 @@ def capture(request: HttpRequest, body: CaptureIn) -> Status[Any]:
 
 
 @router.get("/capture/{job_id}", response={200: CaptureJobOut, **ERRORS})
-def capture_job(request: HttpRequest, job_id: str, user_id: str | None = None) -> dict[str, Any]:
-    """A capture or observation job: status, the memories it created, and any error."""
+def capture_job(request: HttpRequest, job_id: str, user_id: UserId) -> dict[str, Any]:
+    """One of ``user_id``'s capture or observation jobs: status, the memories it created, and any error.
+
+    ``user_id`` is required, as in every user-scoped request: another user's job is a 404.
+    """
     job = selectors.capture_job_get(project=api_key(request).project, job_id=job_id, user_id=user_id)
     return job_out(job)
 

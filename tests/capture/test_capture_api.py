@@ -84,21 +84,21 @@ def test_capture_with_an_unknown_field_is_a_422(api):
 
 def test_capture_job_reports_its_status_memories_and_error(api):
     job_id = capture(api).json()["job_id"]
-    body = api.get(f"/capture/{job_id}").json()
+    body = api.get(f"/capture/{job_id}", user_id="alice").json()
     assert (body["job_id"], body["status"], body["memory_ids"], body["error"]) == (job_id, "queued", [], None)
     assert (body["trigger"], body["user_id"], body["attempts"], body["items"]) == ("turn", "alice", 0, [])
 
 
 @pytest.mark.parametrize("job_id", ["not-a-uuid", "00000000-0000-0000-0000-000000000000"])
 def test_capture_job_that_does_not_exist_is_a_404(api, job_id):
-    response = api.get(f"/capture/{job_id}")
+    response = api.get(f"/capture/{job_id}", user_id="alice")
     assert response.status_code == 404
     assert response.json()["error"]["code"] == "not_found"
 
 
 def test_capture_job_of_another_project_is_a_404(api, other_api):
     job_id = capture(other_api).json()["job_id"]
-    assert api.get(f"/capture/{job_id}").status_code == 404
+    assert api.get(f"/capture/{job_id}", user_id="alice").status_code == 404
 
 
 def test_capture_job_asked_for_with_another_user_id_is_a_404(api):
@@ -112,7 +112,7 @@ def test_a_newer_turn_coalesces_an_unstarted_turn_and_holds_its_window(api):
     older, newer = CaptureJob.objects.get(pk=first), CaptureJob.objects.get(pk=second)
     assert (older.status, older.coalesced_into_id) == ("coalesced", newer.pk)
     assert newer.window == [WINDOW[0], {"role": "user", "content": "Also: I work in Berlin."}]
-    assert api.get(f"/capture/{first}").json()["coalesced_into"] == second
+    assert api.get(f"/capture/{first}", user_id="alice").json()["coalesced_into"] == second
 
 
 def test_a_newer_turn_repeating_the_whole_window_replaces_the_older_window(api):
@@ -184,7 +184,7 @@ def test_observation_answers_202_with_a_queued_job(api):
 def test_an_observation_under_50_characters_is_skipped_as_a_finished_job(api):
     response = observe(api, "Done.")
     assert response.json()["status"] == "done"
-    body = api.get(f"/capture/{response.json()['job_id']}").json()
+    body = api.get(f"/capture/{response.json()['job_id']}", user_id="alice").json()
     assert (body["memory_ids"], body["error"]) == ([], None)
     assert body["note"] == "output shorter than 50 characters: nothing to extract"
 

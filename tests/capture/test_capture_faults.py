@@ -76,7 +76,7 @@ def test_a_job_whose_llm_keeps_failing_fails_after_its_attempts(api, llm):
     assert [run(job).outcome, run(job).outcome] == [Outcome.RETRY, Outcome.FAILED]
     assert (job.status, job.attempts, job.memory_ids) == ("failed", 2, [])
     assert job.error.endswith("(gave up after 2 attempts)")
-    assert api.get(f"/capture/{job.pk}").json()["error"] == job.error
+    assert api.get(f"/capture/{job.pk}", user_id="alice").json()["error"] == job.error
 
 
 @pytest.mark.django_db
@@ -154,7 +154,7 @@ def test_capture_goes_from_post_to_memories_through_a_real_worker_and_llm(api, l
     job = submit(api)
     with celery_worker(**worker_env(llm)):
         assert wait_until(lambda: job_status(job) == "done")
-    body = api.get(f"/capture/{job.pk}").json()
+    body = api.get(f"/capture/{job.pk}", user_id="alice").json()
     assert sorted(Memory.objects.filter(pk__in=body["memory_ids"]).values_list("content", flat=True)) == [
         "The user avoids unittest setUp methods.",
         "The user prefers pytest fixtures.",

@@ -1,44 +1,54 @@
-"""Create the demo workspace once (``make run`` calls this on every start)."""
+"""Create the demo workspace into an empty database (``make run`` calls this on every start).
+
+It seeds only a database without any project, and creates a login of its own: it never
+changes an existing user (a real database with an ``admin`` keeps its password and keys).
+"""
 
 from __future__ import annotations
 
 import secrets
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
 from memories import demo, services
-from memories.models import Membership, Role, Status
-from memoryhub import embedded
+from memories.models import Membership, Project, Role, Status
 
 ACTOR = "system:demo"
 
 
 class Command(BaseCommand):
-    help = "Create the demo team, project, admin login, API key and memories (once)."
+    help = "Create the demo team, project, admin login, API key and memories (into an empty database only)."
 
     def handle(self, *args: Any, **options: Any) -> None:
-        credentials = embedded.home() / "demo-credentials.txt"
-        project = services.project_get_or_create(slug="demo", team_slug="demo")
-        if project.memories.exists() and credentials.exists():
-            self.stdout.write(credentials.read_text())
+        credentials = settings.MEMORYHUB_HOME / "demo-credentials.txt"
+        if Project.objects.exists():
+            if credentials.exists() and Project.objects.filter(slug="demo").exists():
+                self.stdout.write(credentials.read_text())
+            else:
+                self.stdout.write(
+                    "The database has projects already: no demo seeded. "
+                    "Create a key with `manage.py create_api_key --project <slug>`."
+                )
             return
         password = secrets.token_urlsafe(12)
-        user, _ = get_user_model().objects.get_or_create(
-            username="admin", defaults={"is_staff": True, "is_superuser": True}
+        user = get_user_model().objects.create_user(
+            username=_free_username(), password=password, is_staff=True, is_superuser=True
         )
-        user.set_password(password)
-        user.save()
-        Membership.objects.get_or_create(team=project.team, user=user, defaults={"role": Role.ADMIN})
+        project = services.project_get_or_create(slug="demo", team_slug="demo")
+        Membership.objects.create(team=project.team, user=user, role=Role.ADMIN)
         _, key = services.api_key_create(project=project, name="demo", created_by=user)
-        if not project.memories.exists():
-            self._memories(project)
         text = (
-            "Demo login:  admin / " + password + "\nDemo API key (project 'demo', user_id 'demo-user'):\n" + key + "\n"
+            f"Demo login:  {user.get_username()} / {password}\n"
+            f"Demo API key (project 'demo', user_id 'demo-user'):\n{key}\n"
         )
-        credentials.write_text(text)
+        credentials.parent.mkdir(parents=True, exist_ok=True)
+        credentials.touch(mode=0o600)
         credentials.chmod(0o600)
+        credentials.write_text(text)
+        self._memories(project)
         self.stdout.write(text)
 
     def _memories(self, project: Any) -> None:
@@ -64,3 +74,11 @@ class Command(BaseCommand):
                 status=Status.PENDING_REVIEW,
                 embed_inline=False,
             )
+
+
+def _free_username() -> str:
+    """``admin``, or ``demo-admin-…`` when a user of that name exists (it is left alone)."""
+    users = get_user_model().objects
+    if not users.filter(username="admin").exists():
+        return "admin"
+    return f"demo-admin-{secrets.token_hex(3)}"
