@@ -26,6 +26,7 @@ from typing import Any
 from django.conf import settings
 
 from capture import selectors, services
+from capture.changes import Known
 from capture.classifier import ClassifierOutputError, build_classifier_messages, parse_classifier_output, validate_items
 from capture.models import CaptureJob, JobStatus, Trigger
 from capture.observations import build_observation_messages, extract_observations, parse_observation_output
@@ -37,6 +38,9 @@ from retrieval.llm import LLMError, complete, llm_configured
 log = logging.getLogger(__name__)
 
 CLASSIFIER_MAX_TOKENS = 1500
+# The rule path's last resort for "I don't drive to work anymore": the memory nearest to "the
+# user drives to work" is the one replaced when at least this close (DECISIONS.md).
+RULES_SUPERSEDE_SIMILARITY = 0.6
 
 
 class TransientCaptureError(Exception):
@@ -108,7 +112,7 @@ def extract(job: CaptureJob) -> Extraction:
     if not window:
         return Extraction("none")
     if not llm_configured():
-        return _validated("rules", extract_from_window(window), job)
+        return _from_rules(job, window)
     existing = selectors.memories_for_classifier(
         project=job.project, user_id=job.user_id, limit=settings.MEMORYHUB_CAPTURE_EXISTING_LIMIT
     )
@@ -125,6 +129,24 @@ def extract(job: CaptureJob) -> Extraction:
     return Extraction("classifier", accepted, rejected)
 
 
+def _from_rules(job: CaptureJob, window: list[dict[str, str]]) -> Extraction:
+    """The rule-based extractor, given the user's live memories so a change of mind supersedes one."""
+    existing = selectors.memories_for_classifier(
+        project=job.project, user_id=job.user_id, limit=settings.MEMORYHUB_CAPTURE_EXISTING_LIMIT
+    )
+    known = [Known(str(m.pk), m.content, m.kind, m.category, m.scope) for m in existing]
+    finder = selectors.NearDuplicateFinder(
+        project=job.project, user_id=job.user_id, threshold=RULES_SUPERSEDE_SIMILARITY
+    )
+
+    def nearest(text: str) -> str | None:
+        hit = finder.find(text)
+        return None if hit is None else hit.memory_id
+
+    proposals = extract_from_window(window, existing=known, nearest=nearest if known else None)
+    return _validated("rules", proposals, job, visible_ids=[k.id for k in known])
+
+
 def _from_observation(job: CaptureJob) -> Extraction:
     step_name, step_type = str(job.payload.get("step_name", "")), str(job.payload.get("step_type", ""))
     output = str(job.payload.get("output", ""))
@@ -139,9 +161,12 @@ def _from_observation(job: CaptureJob) -> Extraction:
     return _validated("observation-classifier", proposals, job)
 
 
-def _validated(extractor: str, proposals: Sequence[ProposedMemory], job: CaptureJob) -> Extraction:
+def _validated(
+    extractor: str, proposals: Sequence[ProposedMemory], job: CaptureJob, visible_ids: Sequence[str] = ()
+) -> Extraction:
     """Re-check proposals against the project's own taxonomy (the extractors use the default one)."""
-    accepted, rejected = validate_items([p.as_dict() for p in proposals], taxonomy=job.project.taxonomy, visible_ids=())
+    items = [p.as_dict() for p in proposals]
+    accepted, rejected = validate_items(items, taxonomy=job.project.taxonomy, visible_ids=visible_ids)
     return Extraction(extractor, accepted, rejected)
 
 

@@ -9,6 +9,12 @@ such as "in this repo," (kept in the memory, which becomes project-scoped). The 
 that matches turns the clause into a third-person memory; a marked clause no rule knows is
 kept when it reads as a statement. Vague ("let's go with that"), transient ("for now"), too
 short or too long clauses are dropped, and each memory is kept once.
+
+A clause that changes the user's mind ("I switched from black to ruff", "I no longer eat
+meat", "actually, we deploy on Wednesdays now") is read by ``capture.changes``; the memory it
+replaces, found among the user's existing memories, becomes its ``supersedes``. A clause no
+rule knows that follows a kept one in the same sentence ("we decided X; releases go out
+Tuesday mornings") is kept with the same labels when it reads as a specific statement.
 """
 
 from __future__ import annotations
@@ -19,11 +25,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from capture.changes import Change, Known, Matcher, named_old, read_change
 from capture.proposals import ProposedMemory
 from capture.redaction import find_secrets
 from capture.text import (
     clip,
     finish_sentence,
+    has_schedule,
     is_hedged,
     is_question,
     is_specific,
@@ -45,7 +53,10 @@ _PARTICLE = re.compile(r"^(?:(?:to|on|that|with|for|about|using)\s+)+", _I)
 _CLAUSE_SPLIT = re.compile(
     r"\s*(?:;|,\s+so\s+|(?:,?\s+(?:and|but|plus)\s+(?:also\s+)?|,\s+)"
     r"(?=(?:i|i'm|i've|i'd|i'll|we|we're|we've|we'll|my|our|the team|please|let's)\b)"
-    r"|,\s+(?=(?:use|always|never|don't|do not)\b))",
+    r"|,\s+(?=(?:use|always|don't|do not|it's|it is|she|he|she's|he's|they)\b)"
+    # ", and releases are tagged vX": a new subject with its own verb.
+    r"|,\s+(?:and|but)\s+(?=(?:the\s+|our\s+)?[\w.-]+(?:\s+[\w.-]+)?\s+(?:is|are|was|were|will|has|have|gets?)\b)"
+    r"|,\s+(?=(?-i:[A-Z])[\w.-]*\s+(?:is|are|was|were|will)\b))",
     _I,
 )
 _TEAM = re.compile(r"\b(?:the team|the team's|(?:this|the) (?:repo|repository|project|codebase|monorepo))\b", _I)
@@ -58,14 +69,64 @@ _PREFERENCE_WORDS = re.compile(
 _PROFILE_NOUNS = word_set(
     """timezone zone name role title job team company employer editor ide os shell terminal laptop machine stack
     language languages pronouns handle username location city country background specialty specialisation
-    specialization focus framework database setup workflow level experience"""
+    specialization focus framework database setup workflow level experience birthday age anniversary hours
+    schedule diet commute"""
 )
 _PROFILE_ADJECTIVES = ("preferred", "favorite", "favourite", "main", "primary", "usual", "default", "native")
 _NOT_IMPERATIVE = word_set(
     "mind heard seen thought knew again ever worry bother know think care be get apologize "
     "apologise panic forget hesitate"
 )
+_FAMILY = (
+    r"(?:kids?|children|child|sons?|daughters?|twins|wife|husband|partner|spouse|girlfriend|boyfriend|"
+    r"fianc[ée]e?|mom|mum|mother|dad|father|parents|sisters?|brothers?|siblings|grandkids|grandchildren|"
+    r"baby|dogs?|cats?|pets?|puppy|kitten)"
+)
+_HEALTH = (
+    r"(?:diabetes|asthma|adhd|autism|dyslexia|coeliac|celiac|crohn's|ibs|arthritis|epilepsy|migraines?|"
+    r"hypertension|high blood pressure|anxiety|depression|allerg(?:y|ies)|intolerances?|insomnia|tinnitus|"
+    r"eczema|(?:a\s+)?(?:heart|thyroid|kidney|back|knee)\s+(?:condition|problem|injury)|disability)"
+)
+_STATE = (
+    r"(?:vegan|vegetarian|pescatarian|pescetarian|gluten[- ]free|dairy[- ]free|lactose[- ]free|diabetic|"
+    r"pregnant|left[- ]handed|right[- ]handed|colou?r[- ]?blind|deaf|hard of hearing|dyslexic|autistic|"
+    r"epileptic|asthmatic|married|divorced|engaged|widowed|retired|sober|teetotal|kosher|halal|"
+    r"(?:lactose|gluten|fructose|histamine|dairy)[- ]intolerant|allergic\s+to)"
+)
+# Verbs after "we" that narrate or wish rather than state how the team works.
+_NOT_CONVENTION_VERBS = word_set(
+    """need want have had could should might may can will would did were was got went tried saw think thought
+    know hope like love hate talked met discussed just still really are is am wonder guess feel felt said told
+    asked looked found started finished fixed broke noticed learned learnt made"""
+)
+_NOT_SCHEDULE_VERBS = word_set("need want think hope guess wish feel know mean love like hate am was wonder")
+_PROJECT_NOUNS = re.compile(
+    r"\b(?:staging|production|prod|release|releases|deploys?|deployments?|builds?|ci|sprint|standups?|"
+    r"code freeze|launch|repo|server|servers|cluster|pipeline|database|backend|frontend|api|service|services)\b",
+    _I,
+)
+# "My AWS key is AKIA…": a credential's label with a value, however cut or masked.
+_SECRETISH = re.compile(
+    r"\b(?:passwords?|passphrase|passcode|pin|api[ _-]?keys?|(?<!the )keys?(?!\s+(?:insight|takeaway|point|"
+    r"learning|decision|question|idea|part|thing|lesson|difference|feature|benefit|factor|step))|tokens?|"
+    r"secrets?|credentials?|connection string)\b(?:\s+\w+){0,2}?\s*(?:is|are|was|:|=)\s*"
+    r"(?=\S*[\d…_/+=*-]|(?-i:[A-Z0-9]{4,}))",
+    _I,
+)
+_INTRO = re.compile(
+    r"^(?:after\s+[^,]{3,40}?|in the end|eventually|finally|at last|yesterday|today|last (?:week|month|year|sprint)|"
+    r"this (?:morning|week)|these days|nowadays|now)\s*,?\s+(?=(?:we|i|i'm|i've|the team|our|my)\b)",
+    _I,
+)
+# Said at the end of a clause, these mark a change of mind and are not part of the statement.
+_CHANGE_TAIL = re.compile(
+    r"(?:,?\s+(?:now|these days|nowadays|from now on|going forward|from here on|instead|any\s?more|again))+$", _I
+)
+_CHANGE_HEAD = re.compile(r"^(?:these days|nowadays|now)\b", _I)
+_NEVER_AGAIN = re.compile(r"\bto\s+(?P<verb>[a-z]+)\s+(?P<rest>.+?)\s+never again\b", _I)
 _MIN_CHARS, _MAX_CHARS, _MIN_WORDS, _MAX_WORDS = 12, 300, 2, 45
+# The content of a change that is no statement on its own ("it's X, not Y"), until it is resolved.
+_UNSTATED = "-"
 
 
 @dataclass(frozen=True)
@@ -81,6 +142,7 @@ class _Reading:
     durable: bool = False
     explicit: bool = False
     prefix: str = ""
+    change: bool = False  # the marker says the user changed their mind ("actually", "from now on")
 
 
 _Builder = Callable[[re.Match[str]], str | None]
@@ -96,6 +158,16 @@ class _Rule:
 
 
 Rules = tuple[_Rule, ...]
+
+
+@dataclass
+class _Found:
+    """A proposal in the making, with the change of mind it states (if any)."""
+
+    proposal: ProposedMemory
+    change: Change | None = None
+    signalled: bool = False
+    reading: _Reading | None = None
 
 
 def _whole(match: re.Match[str]) -> str:
@@ -120,7 +192,8 @@ def _name(match: re.Match[str]) -> str:
 
 def _profile(match: re.Match[str]) -> str | None:
     words = match["thing"].lower().split()
-    if words[-1] not in _PROFILE_NOUNS and words[0] not in _PROFILE_ADJECTIVES:
+    known = words[-1] in _PROFILE_NOUNS or words[0] in _PROFILE_ADJECTIVES
+    if not (known or re.fullmatch(_FAMILY, words[-1]) or is_specific(match["rest"])):
         return None
     return third_person(match.string)
 
@@ -133,13 +206,58 @@ def _imperative(text: str) -> Callable[[re.Match[str]], str | None]:
     return build
 
 
+def _household(match: re.Match[str]) -> str:
+    """A statement about the user's family, where "we" and "us" are the household, not the team."""
+    return third_person(re.sub(r"\b(?:we|us)\b", "the user's family", match.string, flags=_I))
+
+
+def _place(match: re.Match[str]) -> str:
+    return f"the user lives in {match['place']}"
+
+
+def _team_statement(match: re.Match[str]) -> str | None:
+    verb = match["verb"].lower()
+    if (
+        verb in _NOT_CONVENTION_VERBS
+        or verb.endswith("ed")
+        or not (is_specific(match["rest"]) or is_technical(match.string))
+    ):
+        return None
+    return third_person(match.string)
+
+
+def _statement(match: re.Match[str]) -> str | None:
+    """A bare statement ("The staging environment gets wiped every Sunday night") about the project."""
+    text = match.string
+    if not (reads_as_statement(text) and (has_schedule(text) or is_specific(text)) and _PROJECT_NOUNS.search(text)):
+        return None
+    return third_person(text)
+
+
+def _our(match: re.Match[str]) -> str | None:
+    text = match.string
+    return third_person(text) if reads_as_statement(text) and (is_specific(text) or is_technical(text)) else None
+
+
+def _scheduled(match: re.Match[str]) -> str | None:
+    verb = match["verb"].lower()
+    if verb in _NOT_SCHEDULE_VERBS or not has_schedule(match.string):
+        return None
+    return third_person(match.string)
+
+
 def _reading(kind: str, category: str, scope: str, importance: float, confidence: float, reason: str) -> _Reading:
     return _Reading(kind, category, scope, importance, confidence, reason)
 
 
 _NAME = _reading("fact", "user-facts", "user", 0.6, 0.9, "The user said what to call them.")
 _USER_FACT = _reading("fact", "user-facts", "user", 0.5, 0.8, "The user stated a fact about themselves.")
+_PERSONAL = _reading(
+    "fact", "user-facts", "user", 0.6, 0.85, "The user stated a fact about their health, family or life."
+)
+_SCHEDULE = _reading("fact", "user-facts", "user", 0.5, 0.8, "The user stated a regular commitment or a deadline.")
 _PREFERENCE = _reading("preference", "?", "user", 0.6, 0.8, "The user stated a preference.")
+_TOOL = _reading("preference", "?", "user", 0.5, 0.8, "The user said what they use.")
 _INSTRUCTION = _reading("preference", "?", "", 0.7, 0.8, "The user gave a standing instruction.")
 _TEAM_DECISION = _reading("decision", "architectural-decisions", "project", 0.7, 0.8, "The team made a decision.")
 _HEDGED_DECISION = dataclasses.replace(_TEAM_DECISION, scope="", confidence=0.6)
@@ -147,12 +265,13 @@ _OWN_DECISION = _reading("decision", "?decision", "user", 0.6, 0.75, "The user m
 _CONVENTION = _reading("fact", "project-conventions", "project", 0.7, 0.8, "The user described a team convention.")
 _CLARIFICATION = _reading("fact", "corrections", "user", 0.4, 0.5, "The user clarified what they meant.")
 _LESSON = _reading("note", "lesson", "", 0.6, 0.7, "The user shared a lesson learned.")
+_CHANGED = _reading("", "", "", 0.7, 0.8, "The user changed their mind.")
 
 _WE = r"^(?:we|the team)"
 _SWITCH = r"(?:go with|use|stick with|stick to|standardi[sz]e on|adopt|switch to|move to|migrate to|keep using)"
 _IMPERATIVE_VERBS = (
     r"(?:use|prefer|avoid|write|put|keep|name|add|run|format|default to|stick to|stick with|call|place|prefix|"
-    r"include|document|test|check|ask)\b"
+    r"include|document|test|check|ask|answer|reply|respond|explain)\b"
 )
 
 
@@ -168,6 +287,32 @@ _RULES: Rules = (
         r"^(?:my name is|my name's|(?:please |you can )?call me)\s+(?P<name>[a-z][\w'-]*(?:\s+[a-z][\w'-]*){0,2})$",
         r"^i(?:'m| am)\s+(?P<name>(?-i:[A-Z])[\w'-]*)$",
     ),
+    *_rules(
+        _PERSONAL,
+        _whole,
+        rf"^i(?:'m| am)(?:\s+(?:also|very|severely|mildly|slightly|quite|extremely|highly|seriously|currently))*\s+"
+        rf"(?P<rest>{_STATE}.*)",
+        rf"^i(?:'ve| have)(?:\s+got)?(?:\s+also)?\s+(?!a\s+(?:question|problem|bug|meeting|call|idea|feeling)\b)"
+        rf"(?P<rest>(?:.*\b{_HEALTH}\b.*|(?:a|an|one|two|three|four|five|\d+)\s+(?:[\w-]+\s+){{0,2}}?{_FAMILY}\b.*|"
+        rf"twins\b.*))",
+        r"^i(?:'m| am)\s+(?:currently\s+|also\s+)?(?:training for|learning|studying|preparing for|saving (?:up )?for|"
+        r"recovering from|expecting)\s+(?P<rest>.+)",
+        r"^i\s+take\s+(?P<rest>.*\b(?:medication|meds|medicine|pills?|insulin|vitamins?|supplements?|inhaler)\b.*)",
+        r"^i(?:\s+(?:never|don't|do not|rarely|only|can't|cannot))\s+(?:eat|drink|smoke)\b\s*(?P<rest>.+)",
+    ),
+    *_rules(_PERSONAL, _household, rf"^my\s+(?P<rest>{_FAMILY}(?:\s+(?-i:[A-Z])[\w'-]+)?\s+(?!is\b|are\b).+)"),
+    *_rules(
+        _PERSONAL,
+        _template("the user's family has {rest}"),
+        rf"^we\s+(?:have|'ve got|have got)\s+(?P<rest>(?:(?:[\w-]+\s+){{0,3}}?{_FAMILY}|twins)\b.*)",
+    ),
+    *_rules(_PERSONAL, _template("the user lives {rest}"), r"^we\s+live\s+(?P<rest>(?:in|near|outside|by)\b.+)"),
+    *_rules(
+        _USER_FACT,
+        _place,
+        r"^i(?:'ve| have)?(?:\s+(?:just|recently))*\s+(?:moved|relocated)\s+(?:back\s+)?to\s+"
+        r"(?P<place>(?-i:[A-Z])[\w'.-]*(?:\s+(?-i:[A-Z])[\w'.-]*)*)(?:\s+(?:last|this|in|a|two|few)\b.*)?$",
+    ),
     *_rules(_USER_FACT, _profile, r"^my\s+(?P<thing>(?:[\w-]+\s+){0,3}?[\w-]+)\s+(?:is|are)\s+(?P<rest>.+)"),
     *_rules(
         _PREFERENCE,
@@ -179,11 +324,14 @@ _RULES: Rules = (
         r"^i(?:'m| am)\s+(?:not\s+)?(?:a\s+)?(?:big\s+|huge\s+)?fan of\s+(?P<rest>.+)",
         r"^my\s+(?:personal\s+)?preference is\s+(?P<rest>.+)",
     ),
+    *_rules(_PREFERENCE, _whole, r"^i\s+(?:want|need)\s+(?!to\b|you\b)(?P<rest>.+)", marker=True),
     *_rules(
         _USER_FACT,
         _whole,
         r"^i(?:'m| am)\s+an?\s+(?!(?:bit|little|lot|tad|moment|sec|second|minute)\b)(?P<rest>.+)",
-        r"^i(?:\s+(?:currently|now))?\s+(?:work|live)\s+(?:at|for|as|in|on)\s+(?P<rest>.+)",
+        r"^i(?:\s+(?:currently|now|mostly|usually|also))?\s+work\s+(?P<rest>(?:at|for|as|in|on|from|remotely|"
+        r"nights?|night shifts|part[- ]time|full[- ]time|weekends|with)\b.+)",
+        r"^i(?:\s+(?:currently|now|still))?\s+live\s+(?P<rest>(?:in|at|on|near|with|outside|by)\b.+)",
         r"^i(?:'m| am)\s+(?:based in|located in|from)\s+(?P<rest>.+)",
     ),
     *_rules(
@@ -192,8 +340,25 @@ _RULES: Rules = (
         r"^i(?:'ve| have)\s+(?:been\s+(?:using|writing|coding|programming|working)\b|(?:over\s+|about\s+)?\d+\+?\s+"
         r"years?\b)\s*(?P<rest>.+)",
         r"^i(?:'m| am)\s+(?:on|using|running)\s+(?P<rest>.+)",
-        r"^i\s+(?:use|code in|write|program in|develop (?:in|on|with))\s+(?P<rest>.+)",
         specific=True,
+    ),
+    *_rules(
+        _TOOL,
+        _whole,
+        r"^i(?:\s+(?:mostly|mainly|also|only|now))?\s+(?:use|code in|write|program in|develop (?:in|on|with))\s+"
+        r"(?P<rest>.+)",
+        specific=True,
+    ),
+    *_rules(
+        _SCHEDULE,
+        _whole,
+        r"^i\s+(?:need|have|must|'ve got|have got)\s+to\s+(?P<rest>.+\b(?:by|before|until)\b.+)",
+        specific=True,
+    ),
+    *_rules(
+        _SCHEDULE,
+        _scheduled,
+        r"^i(?:\s+(?:usually|always|normally|typically|also|only|mostly))*\s+(?P<verb>[a-z]+)\b\s*(?P<rest>.+)",
     ),
     *_rules(
         _INSTRUCTION,
@@ -225,7 +390,7 @@ _RULES: Rules = (
         _WE + r"(?:'ve| have| has)?(?:\s+(?:finally|just|all|both|already|also|officially))*\s+"
         r"(?:decided|agreed|settled|concluded|chose|picked|selected|went with|opted|voted)\b\s*(?P<rest>.+)",
         _WE + r"(?:'ll| will| are going to|'re going to| is going to)(?:\s+(?:just|also|definitely|now))?\s+"
-        rf"(?:{_SWITCH}|deprecate|drop|replace)\b\s*(?P<rest>.+)",
+        rf"(?:{_SWITCH}|deprecate|drop|replace|sunset|retire|freeze|remove)\b\s*(?P<rest>.+)",
         r"^(?:the|our)\s+decision\s+(?:is|was)\s+(?P<rest>.+)",
     ),
     *_rules(_HEDGED_DECISION, _whole, r"^we\s+should(?:\s+(?:always|definitely))?\s+use\s+(?P<rest>.+)"),
@@ -256,6 +421,14 @@ _RULES: Rules = (
         r"store|stores|write|writes|run|runs|deploy|deploys|ship|ships|avoid|avoids|squash|squashes|rebase|rebases|"
         r"(?:don't|do not|doesn't|does not)\s+(?:use|allow|commit|merge|push|write|mock|deploy))\b\s*(?P<rest>.+)",
     ),
+    *_rules(
+        _CONVENTION,
+        _team_statement,
+        _WE + r"(?:\s+(?:usually|always|generally|typically|normally|mostly|also|only|all))*\s+(?P<verb>[a-z][\w-]*)\b"
+        r"\s*(?P<rest>.+)",
+    ),
+    *_rules(_CONVENTION, _our, r"^(?:our|the team's)\s+(?P<rest>.+)", r"^(?P<rest>\S+\s+\S+.*\bour\b.+)"),
+    *_rules(_CONVENTION, _statement, r"^the\s+(?P<rest>.+)"),
 )
 
 
@@ -264,12 +437,13 @@ def _marker(pattern: str, **labels: Any) -> tuple[re.Pattern[str], _Reading]:
 
 
 _CORRECTION = _marker(
-    r"^(?:actually|correction|to be clear|not quite|that's (?:wrong|incorrect|not (?:right|correct|true))|"
-    r"you're wrong|(?:sorry,?\s+)?i was wrong(?:\s+(?:earlier|before))?|my mistake)\b[\s,:;.!-]*|"
+    r"^(?:actually|correction|to be clear|not quite|scratch that|that's (?:wrong|incorrect|not (?:right|correct|true))|"
+    r"you're wrong|(?:sorry,?\s+)?i was wrong(?:\s+(?:earlier|before))?|my mistake|update)\b[\s,:;.!-]*|"
     r"^(?:no|nope)\s*[,:;.!-]+\s*",
     category="corrections",
     importance=0.7,
     reason="The user corrected the assistant.",
+    change=True,
 )
 _MARKERS: tuple[tuple[re.Pattern[str], _Reading], ...] = (
     _CORRECTION,
@@ -306,9 +480,10 @@ _MARKERS: tuple[tuple[re.Pattern[str], _Reading], ...] = (
         reason="The user stated a conclusion.",
     ),
     _marker(
-        r"^(?:from now on|going forward|moving forward|in (?:the )?future|by default)\b[,\s]*",
+        r"^(?:from now on|going forward|moving forward|from here on|in (?:the )?future|by default)\b[,\s]*",
         importance=0.7,
         reason="The user gave a standing instruction.",
+        change=True,
     ),
 )
 _PROJECT_CONTEXT = re.compile(
@@ -317,16 +492,30 @@ _PROJECT_CONTEXT = re.compile(
     _I,
 )
 _CONDITION_CONTEXT = re.compile(r"^(?P<prefix>(?:when|whenever)\s+[^,]{3,60}),\s+(?=\S)", _I)
+_FOLLOW_ON = re.compile(r"^(?:i|i'm|i've|she|he|she's|he's|we|we're|they|they're)\b", _I)
 
 
-def extract_from_window(messages: Sequence[Mapping[str, str]]) -> list[ProposedMemory]:
-    """Memories stated by the user in a cleaned window (see ``capture.window.clean_window``)."""
+def extract_from_window(
+    messages: Sequence[Mapping[str, str]],
+    *,
+    existing: Sequence[Known] = (),
+    nearest: Callable[[str], str | None] | None = None,
+) -> list[ProposedMemory]:
+    """Memories stated by the user in a cleaned window (see ``capture.window.clean_window``).
+
+    ``existing`` are the user's live memories: a change of mind supersedes the one it replaces
+    (see ``capture.changes``); ``nearest`` optionally finds one by meaning.
+    """
+    matcher = Matcher(existing, nearest)
     proposals: list[ProposedMemory] = []
     seen: set[str] = set()
     for message in messages:
         if message.get("role") != "user":
             continue
-        for proposal in _from_message(message.get("content", "")):
+        for found in _from_message(message.get("content", "")):
+            proposal = _resolve(found, matcher)
+            if proposal is None:
+                continue
             key = re.sub(r"\W+", " ", proposal.content.casefold()).strip()
             if key not in seen:
                 seen.add(key)
@@ -334,7 +523,35 @@ def extract_from_window(messages: Sequence[Mapping[str, str]]) -> list[ProposedM
     return proposals
 
 
-def _from_message(text: str) -> Iterator[ProposedMemory]:
+def _resolve(found: _Found, matcher: Matcher) -> ProposedMemory | None:
+    """The proposal, as the successor of the memory its change of mind replaces when one is found."""
+    proposal, change = found.proposal, found.change
+    if change is None and not found.signalled:
+        # A statement filling a one-value slot ("I live in Munich") still replaces the old value.
+        successor = matcher.find(proposal.content, None, signalled=False)
+    else:
+        successor = matcher.find(proposal.content, change, signalled=found.signalled)
+    if successor is None:
+        # An elliptical change ("it's X, not Y") means nothing without the memory it corrects.
+        return None if proposal.content == _UNSTATED else proposal
+    old = successor.memory
+    content, kind = proposal.content, proposal.kind
+    if successor.content:
+        content, kind = successor.content, old.kind or proposal.kind
+    if content == _UNSTATED:
+        return None
+    return dataclasses.replace(
+        proposal,
+        content=finish_sentence(content),
+        kind=kind,
+        category=old.category or proposal.category,
+        scope=old.scope or proposal.scope,
+        supersedes=old.id,
+        reason=f"{proposal.reason} It replaces an earlier memory.".strip(),
+    )
+
+
+def _from_message(text: str) -> Iterator[_Found]:
     correcting = False
     for sentence in split_sentences(text):
         clean = strip_fillers(sentence)
@@ -349,16 +566,65 @@ def _from_message(text: str) -> Iterator[ProposedMemory]:
         if correcting:
             readings.insert(0, _CORRECTION[1])
             correcting = False
-        for clause in _CLAUSE_SPLIT.split(body):
-            clause_readings, clause_body = _take_markers(strip_fillers(clause))
-            proposal = _propose(clause_body, readings + clause_readings, sentence)
-            if proposal is not None:
-                yield proposal
+        yield from _from_sentence(body, readings, sentence)
+
+
+def _from_sentence(body: str, readings: list[_Reading], sentence: str) -> Iterator[_Found]:
+    """The memories of one sentence: each clause on its own, then follow-on clauses."""
+    previous: _Found | None = None
+    pending: list[_Found] = []
+    for clause in _CLAUSE_SPLIT.split(body):
+        clause_readings, clause_body = _take_markers(strip_fillers(clause))
+        clause_body = _INTRO.sub("", clause_body)
+        all_readings = readings + clause_readings
+        if previous is not None and _completes(previous, clause_body):
+            continue
+        found = _propose(clause_body, all_readings, sentence)
+        if found is None and previous is not None:
+            found = _follow_on(clause_body, previous, sentence)
+        if found is not None:
+            pending.append(found)
+            previous = found
+    yield from pending
+
+
+def _completes(previous: _Found, clause: str) -> bool:
+    """Adds ``clause`` to ``previous`` when it says what replaced what ``previous`` ended:
+    "I no longer drive to work, I cycle" is one memory."""
+    body = _CHANGE_TAIL.sub("", clause.rstrip(" .!"))
+    if previous.change is None or not previous.change.ending or not _FOLLOW_ON.match(body):
+        return False
+    if len(body.split()) > 10 or is_question(body) or is_vague(body) or find_secrets(body):
+        return False
+    content = finish_sentence(previous.proposal.content).rstrip(".") + "; " + third_person(body)
+    previous.proposal = dataclasses.replace(previous.proposal, content=finish_sentence(content))
+    previous.change = dataclasses.replace(previous.change, new=body)
+    return True
+
+
+def _follow_on(clause: str, previous: _Found, evidence: str) -> _Found | None:
+    """A clause no rule knows after a team rule or decision: "we decided X; releases go out Tuesdays"."""
+    body = _CHANGE_TAIL.sub("", clause.rstrip(" .!"))
+    reading = previous.reading
+    if reading is None or not (reading.scope == "project" or reading.kind == "decision"):
+        return None
+    if _FOLLOW_ON.match(body) or is_vague(body) or is_transient(body):
+        return None
+    if len(body.split()) < 3 or not reads_as_statement(body) or not (is_specific(body) or is_technical(body)):
+        return None
+    assembled = _assemble(third_person(body), reading, [], evidence)
+    return None if assembled is None else _Found(assembled, reading=reading)
 
 
 def _skip_sentence(sentence: str) -> bool:
     # Whatever else a sentence holding a secret says is usually about that secret.
-    return not sentence or is_question(sentence) or is_hedged(sentence) or bool(find_secrets(sentence))
+    return (
+        not sentence
+        or is_question(sentence)
+        or is_hedged(sentence)
+        or bool(find_secrets(sentence))
+        or bool(_SECRETISH.search(sentence))
+    )
 
 
 def _take_markers(text: str) -> tuple[list[_Reading], str]:
@@ -384,46 +650,85 @@ def _take_markers(text: str) -> tuple[list[_Reading], str]:
             text = lower_first(text[context.end() :])
 
 
-def _propose(body: str, readings: list[_Reading], evidence: str) -> ProposedMemory | None:
+def _propose(body: str, readings: list[_Reading], evidence: str) -> _Found | None:
     words = len(body.split())
-    if not _MIN_WORDS <= words <= _MAX_WORDS or is_transient(body.rstrip(" .!")) or find_secrets(body):
+    if not _MIN_WORDS <= words <= _MAX_WORDS or find_secrets(body):
         return None
-    durable = any(r.durable for r in readings)
+    body = body.rstrip(" .!")
+    signalled = any(r.change for r in readings) or bool(_CHANGE_HEAD.match(body))
+    changed = read_change(body)
+    if changed is not None:
+        statement, change = changed
+        reading = _CHANGED
+        if change.elliptical and statement:
+            # "I switched to X" is a choice of the user's; "we moved X to Y", the team's decision.
+            switch_kind = "preference" if statement.lower().startswith("the user ") else "decision"
+            reading = dataclasses.replace(_CHANGED, kind=switch_kind)
+        found = _assemble(statement or _UNSTATED, reading, readings, evidence, keep_category=True)
+        if found is None:
+            return None
+        return _Found(found, change=change, signalled=True)
+    if is_transient(body):
+        return None
+    body = _NEVER_AGAIN.sub(r"never to \g<verb> \g<rest> again", body)
+    stripped = _CHANGE_HEAD.sub("", _CHANGE_TAIL.sub("", body) if not body.endswith(" again") else body).strip(" ,")
+    signalled = signalled or stripped != body
+    body = stripped
+    if is_transient(body) or len(body.split()) < _MIN_WORDS:
+        return None
+    durable = any(r.durable for r in readings) or signalled
     for rule in _RULES:
-        match = rule.pattern.match(body.rstrip(" .!"))
+        match = rule.pattern.match(body)
         if match is None or (rule.needs_marker and not durable):
             continue
         rest = _PARTICLE.sub("", (match.groupdict().get("rest") or "x").strip())
         if is_vague(rest) or (rule.needs_specific and not is_specific(rest)):
             return None
         content, base = rule.build(match), rule.reading
+        if content is None:
+            continue
         break
     else:
         explicit = any(r.explicit for r in readings)
         if not readings or is_vague(body) or not (explicit or reads_as_statement(body)):
             return None
         content, base = third_person(body), _Reading(confidence=0.6)
-    return None if content is None else _assemble(content, base, readings, evidence)
+    proposal = _assemble(content, base, readings, evidence)
+    if proposal is None:
+        return None
+    old = named_old(body)
+    return _Found(
+        proposal,
+        change=Change(old=old) if old else None,
+        signalled=signalled,
+        reading=dataclasses.replace(base, prefix=""),
+    )
 
 
-def _assemble(content: str, base: _Reading, readings: list[_Reading], evidence: str) -> ProposedMemory | None:
+def _assemble(
+    content: str, base: _Reading, readings: list[_Reading], evidence: str, *, keep_category: bool = False
+) -> ProposedMemory | None:
     prefixes = [r.prefix for r in readings if r.prefix]
     text = finish_sentence(", ".join([*prefixes, content]))
-    if not _MIN_CHARS <= len(text) <= _MAX_CHARS:
+    if not _MIN_CHARS <= len(text) <= _MAX_CHARS and content != _UNSTATED:
         return None
     overrides = [base, *readings]
     kind, category, scope = _infer(text)
     kind = next((r.kind for r in reversed(overrides) if r.kind), kind)
     scope = next((r.scope for r in reversed(overrides) if r.scope), scope)
-    category = next((r.category for r in reversed(overrides) if r.category), category)
+    # A correction marker labels facts; a preference stays a preference of its kind.
+    markers = [r for r in readings if not (r.change and base.kind == "preference")]
+    category = next((r.category for r in reversed([base, *markers]) if r.category), category)
     if category == "?":
         category = "coding-preferences" if is_technical(text) else "user-facts"
     elif category == "?decision":
         category = "architectural-decisions" if is_technical(text) else "user-facts"
+    if keep_category and category == "corrections":
+        category = "coding-preferences" if is_technical(text) else "user-facts"
     if scope == "project" and category == "user-facts":
         category = "project-conventions"
     return ProposedMemory(
-        content=text,
+        content=text if content != _UNSTATED else _UNSTATED,
         kind=kind,
         category=category,
         scope=scope,

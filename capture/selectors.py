@@ -48,7 +48,7 @@ def capture_job_get(*, project: Project, job_id: str, user_id: str | None = None
 def memories_for_classifier(*, project: Project, user_id: str, limit: int) -> list[Memory]:
     """The live memories the classifier may supersede or link to, newest first."""
     queryset = memories_visible(project=project, user_id=user_id).filter(status__in=LIVE_STATUSES)
-    return list(queryset.only("id", "category", "content", "scope", "status").order_by("-created_at")[:limit])
+    return list(queryset.only("id", "kind", "category", "content", "scope", "status").order_by("-created_at")[:limit])
 
 
 def still_visible(*, project: Project, user_id: str, memory_ids: Sequence[str]) -> list[str]:

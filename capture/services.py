@@ -258,7 +258,8 @@ def _write_one(job: CaptureJob, item: Mapping[str, Any], finder: selectors.NearD
     if same is not None:
         return {"outcome": "duplicate", "memory_id": str(same.pk), "detail": "same content as an existing memory"}
     near = finder.find(proposal.content)
-    if near is not None:
+    # A successor is close to the memory it replaces by nature ("uses black" -> "uses ruff").
+    if near is not None and near.memory_id != proposal.supersedes:
         detail = f"cosine similarity {near.similarity:.3f} to an existing memory"
         return {"outcome": "near_duplicate", "memory_id": near.memory_id, "detail": detail}
     try:

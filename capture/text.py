@@ -67,7 +67,7 @@ _OBJECTS = {
 }
 _SUBJECTS = {"i": "the user", "we": "the team", "you": "the assistant"}
 _ADVERBS = (
-    "always|never|usually|generally|often|also|really|just|mostly|only|still|typically|normally|actually|all|"
+    "no longer|always|never|usually|generally|often|also|really|just|mostly|only|still|typically|normally|actually|all|"
     "both|now|sometimes|rarely|definitely|personally|strongly|much|currently|mainly|primarily|already|finally"
 )
 _CONTRACTION_RE = re.compile(r"\b(" + "|".join(_CONTRACTIONS) + r")\b", re.IGNORECASE)
@@ -103,11 +103,11 @@ _TECH = re.compile(
     r"\b(?:Go|Golang|CI|IDE|ORM|SQL|REST|JSON|YAML|CLI|PRs?)\b|"
     r"(?i:\b(?:code|coding|functions?|methods?|class(?:es)?|variables?|tests?|testing|typ(?:e|ing)|hints?|lint\w*|"
     r"format\w*|tabs?|spaces|indent\w*|commits?|branch(?:es)?|pull requests?|merge|rebase|APIs?|endpoints?|"
-    r"databases?|quer(?:y|ies)|schemas?|migrations?|docstrings?|comments?|librar(?:y|ies)|frameworks?|"
+    r"databases?|quer(?:y|ies)|schemas?|migrations?|config\w*|settings|validat\w*|pydantic|docstrings?|comments?|librar(?:y|ies)|frameworks?|"
     r"packages?|dependenc(?:y|ies)|editor|terminal|shell|scripts?|exceptions?|errors?|logging|logs?|"
     r"async|GraphQL|Docker|Kubernetes|deploy\w*|Python|JavaScript|TypeScript|Rust|Java|"
     r"Ruby|Kotlin|Swift|React|Vue|Django|Flask|FastAPI|Postgres(?:QL)?|MySQL|SQLite|Redis|git|GitHub|"
-    r"pytest|ruff|black|mypy|npm|pnpm|yarn|poetry|pip|f-strings?|naming|Vim|Neovim|VS ?Code|"
+    r"pytest|ruff|mypy|npm|pnpm|yarn|poetry|pip|f-strings?|naming|Vim|Neovim|VS ?Code|"
     r"Emacs|macOS|Linux|Windows)\b)",
 )
 # Something a reader can pin down: a tool, a path, a number, a proper name mid-sentence.
@@ -132,7 +132,8 @@ _DEICTIC = re.compile(
 )
 _STATEMENT_VERB = re.compile(
     r"\b(?:is|are|was|were|uses?|runs?|lives?|goes|go|belongs?|should|must|needs?|has|have|means|requires?|"
-    r"takes?|deploys?|ships?|contains?|points?|depends?|can|cannot|can't|will|won't|doesn't|don't|never|always)\b|"
+    r"takes?|deploys?|ships?|contains?|points?|depends?|can|cannot|can't|will|won't|doesn't|don't|never|always|"
+    r"returns?|logs?|starts?|ends?|gets?|happens?|stays?|keeps?|stores?|sends?|works?|sits?|comes?|lands?)\b|"
     r"'s\b|'re\b",
     re.IGNORECASE,
 )
@@ -156,6 +157,8 @@ _IRREGULAR_VERBS = {
     "weren't": "wasn't",
 }
 _NOT_PAST = frozenset({"embed", "shred"})
+# Past forms ending in "eed" ("need", "proceed" are not past).
+_PAST_EED = word_set("agreed disagreed freed guaranteed decreed refereed")
 
 
 def iter_lines(text: str) -> Iterator[tuple[str, bool]]:
@@ -227,7 +230,7 @@ def conjugate(verb: str) -> str:
     lower = verb.lower()
     if lower in _IRREGULAR_VERBS:
         return _IRREGULAR_VERBS[lower]
-    past = lower.endswith("ed") and not lower.endswith("eed") and lower not in _NOT_PAST
+    past = (lower.endswith("ed") and not lower.endswith("eed") and lower not in _NOT_PAST) or lower in _PAST_EED
     if lower in _KEEP_VERBS or past or lower.endswith("n't"):
         return verb
     if lower.endswith(("s", "sh", "ch", "x", "z", "o")):
@@ -293,3 +296,18 @@ def is_vague(text: str) -> bool:
 def reads_as_statement(text: str) -> bool:
     """Has a verb a statement of fact would use ("is", "uses", "should", "never"...)."""
     return bool(_STATEMENT_VERB.search(text))
+
+
+_SCHEDULE = re.compile(
+    r"\b(?:every|each)\s+(?:other\s+)?(?:day|morning|afternoon|evening|night|week|weekday|weekend|month|year|"
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b|"
+    r"\b(?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|weekends|weeknights)\b|"
+    r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\s+(?:mornings|afternoons|evenings|nights)\b|"
+    r"\b(?:daily|weekly|nightly|monthly|fortnightly|biweekly)\b|\bnight shifts?\b",
+    re.IGNORECASE,
+)
+
+
+def has_schedule(text: str) -> bool:
+    """Says when something recurs: "every Monday", "on Tuesdays", "nightly", "Friday mornings"."""
+    return bool(_SCHEDULE.search(text))

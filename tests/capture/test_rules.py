@@ -113,7 +113,7 @@ def test_a_realistic_coding_session_yields_exactly_the_durable_memories() -> Non
             "architectural-decisions",
             "project",
         ),
-        ("The billing service deploys only on Tuesdays and Thursdays.", "fact", "project-conventions", "user"),
+        ("The billing service deploys only on Tuesdays and Thursdays.", "fact", "project-conventions", "project"),
         ("The user's timezone is CET.", "fact", "user-facts", "user"),
         (
             "The team decided to keep exports synchronous for files under 10 MB because Celery adds latency.",
@@ -240,7 +240,13 @@ def test_questions_hypotheticals_doubts_vague_or_secret_statements_are_skipped(t
             "project-conventions",
             "project",
         ),
-        ("Correction: the API base path is /api/v2.", "The API base path is /api/v2.", "fact", "corrections", "user"),
+        (
+            "Correction: the API base path is /api/v2.",
+            "The API base path is /api/v2.",
+            "fact",
+            "corrections",
+            "project",
+        ),
         (
             "That's wrong. We deploy with Helm, not Kustomize.",
             "The team deploys with Helm, not Kustomize.",
@@ -259,7 +265,13 @@ def test_questions_hypotheticals_doubts_vague_or_secret_statements_are_skipped(t
         ("I'm on macOS with zsh.", "The user is on macOS with zsh.", "fact", "user-facts", "user"),
         ("My preferred editor is Neovim.", "The user's preferred editor is Neovim.", "fact", "user-facts", "user"),
         ("Call me Sam.", "The user wants to be called Sam.", "fact", "user-facts", "user"),
-        ("Note that the CI runs on Python 3.11.", "The CI runs on Python 3.11.", "fact", "project-conventions", "user"),
+        (
+            "Note that the CI runs on Python 3.11.",
+            "The CI runs on Python 3.11.",
+            "fact",
+            "project-conventions",
+            "project",
+        ),
         (
             "It's important that our migrations stay reversible.",
             "The team's migrations stay reversible.",
