@@ -13,12 +13,10 @@ BASE_DIR = Path(settings.BASE_DIR)
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    """The environment minus MemoryHub's own variables and the URLs the suite exported."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith("MEMORYHUB_") and key not in {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "ALLOWED_HOSTS"}
-    }
+    """The environment minus MemoryHub's own variables, the URLs the suite exported and what
+    other tests set for themselves (the browser tests' DJANGO_ALLOW_ASYNC_UNSAFE)."""
+    dropped = {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "ALLOWED_HOSTS", "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    env = {key: value for key, value in os.environ.items() if not key.startswith("MEMORYHUB_") and key not in dropped}
     env.update(extra)
     return env
 
