@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from capture.text import conjugate, third_person, word_set
+from capture.text import conjugate, finish_sentence, third_person, word_set
 
 _I = re.IGNORECASE
 _T = TypeVar("_T")
@@ -267,7 +267,10 @@ class Matcher:
                 if not olds:
                     continue
                 overlap = _coverage(topic, memory.content) if topic else 0.0
-                if overlap > 0 or kind in _SELF_EVIDENT:
+                # "I've gone back to spaces" names no topic: the one memory with a value of that
+                # kind is it (two such memories tie, and nothing is replaced).
+                elliptical = change is not None and change.elliptical
+                if overlap > 0 or kind in _SELF_EVIDENT or elliptical:
                     rewritten = _rewrite(memory.content, olds[0], new) if change and change.elliptical else None
                     scored.append((overlap, 0.0, (memory, rewritten)))
                 break
@@ -277,7 +280,7 @@ class Matcher:
     def _by_meaning(self, candidates: list[Known], change: Change | None) -> Successor | None:
         if self.nearest is None or change is None or not change.old or change.elliptical and not change.new:
             return None
-        memory_id = self.nearest(third_person(f"I {change.old}" if change.ending else change.old))
+        memory_id = self.nearest(finish_sentence(third_person(f"I {change.old}" if change.ending else change.old)))
         memory = next((m for m in candidates if m.id == memory_id), None)
         return None if memory is None else Successor(memory)
 

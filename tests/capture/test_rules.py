@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from capture.changes import Known
 from capture.proposals import ProposedMemory
 from capture.redaction import find_secrets
 from capture.rules import extract_from_window
@@ -415,3 +416,195 @@ def test_the_extractor_never_fails_and_only_returns_clean_sentences(text: str) -
         assert memory.content[0].isupper() or not memory.content[0].isalpha()
         assert memory.content.endswith(".")
         assert find_secrets(memory.content) == [] and "[REDACTED]" not in memory.content
+
+
+# --- changes of mind, polarity, multi-clause turns, personal facts (issue 11) -------------------
+
+
+def _known(*contents: str) -> list[Known]:
+    return [Known(f"m{i}", content, "preference", "coding-preferences") for i, content in enumerate(contents, 1)]
+
+
+def _one(text: str, existing: list[Known] | None = None) -> tuple[str, str | None]:
+    [memory] = extract_from_window(_user(text), existing=existing or [])
+    return memory.content, memory.supersedes
+
+
+def test_switching_from_one_tool_to_another_rewrites_and_supersedes_the_memory_naming_it() -> None:
+    existing = _known("The user prefers tabs for indentation.", "The user uses black for formatting the user's code.")
+
+    memory = extract_from_window(
+        _user("Actually I switched from black to ruff format last week, it's much faster."), existing=existing
+    )
+
+    assert [(m.content, m.supersedes, m.kind, m.category) for m in memory] == [
+        ("The user uses ruff format for formatting the user's code.", "m2", "preference", "coding-preferences")
+    ]
+
+
+def test_a_switch_with_no_memory_to_replace_is_written_as_a_plain_statement() -> None:
+    assert _one("I switched from black to ruff format last week.") == (
+        "The user switched from black to ruff format.",
+        None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "existing", "content", "supersedes"),
+    [
+        (
+            "I no longer drink green tea, I've switched to coffee in the mornings.",
+            ["The user drinks green tea every morning.", "The user prefers tabs."],
+            "The user no longer drinks green tea; the user has switched to coffee in the mornings.",
+            "m1",
+        ),
+        (
+            "I'm not on the night shift anymore.",
+            ["The user likes hiking.", "The user works on the night shift."],
+            "The user is no longer on the night shift.",
+            "m2",
+        ),
+        ("I use pnpm instead of npm now.", ["The user uses npm for JavaScript packages."], None, "m1"),
+        (
+            "From now on I want tabs for indentation in Python.",
+            ["The user prefers spaces for indentation in Python.", "The user writes Python."],
+            "The user wants tabs for indentation in Python.",
+            "m1",
+        ),
+        (
+            "Sorry, I was wrong earlier, it's amoxicillin I'm allergic to, not penicillin.",
+            ["The user is allergic to penicillin."],
+            "The user is allergic to amoxicillin.",
+            "m1",
+        ),
+        ("Standup moved to 10:15 from next week.", ["The team's daily standup is at 9:30."], None, "m1"),
+        ("Actually, I moved to Munich last month.", ["The user lives in Berlin."], "The user lives in Munich.", "m1"),
+        ("My timezone is CET now.", ["The user's timezone is PST."], "The user's timezone is CET.", "m1"),
+        (
+            "Scratch that, I've gone back to Emacs.",
+            ["The user likes hiking.", "The user edits code in Vim."],
+            "The user edits code in Emacs.",
+            "m2",
+        ),
+        (
+            "I've gone back to tabs.",
+            ["The user likes hiking.", "The user indents Python with spaces."],
+            "The user indents Python with tabs.",
+            "m2",
+        ),
+    ],
+)
+def test_a_change_of_mind_supersedes_the_matching_memory(
+    text: str, existing: list[str], content: str | None, supersedes: str
+) -> None:
+    new_content, new_supersedes = _one(text, _known(*existing))
+
+    assert new_supersedes == supersedes
+    if content is not None:
+        assert new_content == content
+
+
+@pytest.mark.parametrize(
+    ("text", "existing"),
+    [
+        # No change of mind: an unrelated preference stays.
+        ("I prefer Postgres over MySQL for new projects.", ["The user prefers tabs for indentation."]),
+        # A change, but two memories fit it equally well: unsure, so no supersede.
+        ("I no longer use black.", ["The user uses black for Python.", "The user uses black for notebooks."]),
+        # A value of the same kind, but about something else and without any sign of a change.
+        ("We deploy on Wednesdays.", ["The user goes to the gym on Mondays."]),
+    ],
+)
+def test_no_supersede_when_nothing_clearly_matches(text: str, existing: list[str]) -> None:
+    assert _one(text, _known(*existing))[1] is None
+
+
+def test_an_elliptical_correction_with_nothing_to_correct_writes_nothing() -> None:
+    assert extract_from_window(_user("No, it's John with an h, not Jon.")) == []
+
+
+def test_the_nearest_memory_by_meaning_is_the_last_resort_for_named_old_words() -> None:
+    existing = _known("The user commutes by car.", "The user works at Initech.")
+    asked: list[str] = []
+
+    def nearest(text: str) -> str | None:
+        asked.append(text)
+        return "m1"
+
+    [memory] = extract_from_window(_user("I don't drive to work anymore, I cycle."), existing=existing, nearest=nearest)
+
+    assert (memory.content, memory.supersedes) == ("The user no longer drives to work; the user cycles.", "m1")
+    assert asked == ["The user drives to work."]
+
+
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [
+        ("We decided to deploy on Fridays never again.", "The team decided never to deploy on Fridays again."),
+        ("We never force-push to main.", "The team never force-pushes to main."),
+        ("I never eat pork.", "The user never eats pork."),
+        (
+            "Our Go services log JSON to stdout and never to files.",
+            "The team's Go services log JSON to stdout and never to files.",
+        ),
+        ("We decided not to use microservices.", "The team decided not to use microservices."),
+    ],
+)
+def test_negations_keep_their_polarity(text: str, content: str) -> None:
+    assert [m.content for m in extract_from_window(_user(text))] == [content]
+
+
+def test_a_multi_clause_turn_keeps_the_clause_that_states_the_rule() -> None:
+    memories = extract_from_window(
+        _user("We decided to deploy on Fridays never again; releases go out Tuesday mornings.")
+    )
+
+    assert _summary(memories) == [
+        ("The team decided never to deploy on Fridays again.", "decision", "architectural-decisions", "project"),
+        ("Releases go out Tuesday mornings.", "decision", "architectural-decisions", "project"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [
+        ("I'm lactose intolerant, so keep that in mind for recipes.", "The user is lactose intolerant."),
+        ("I'm severely allergic to shellfish.", "The user is severely allergic to shellfish."),
+        ("I have type 1 diabetes, so meal plans need carb counts.", "The user has type 1 diabetes."),
+        ("I'm gluten-free because of coeliac disease.", "The user is gluten-free because of coeliac disease."),
+        (
+            "I take my blood pressure medication every morning at 8.",
+            "The user takes the user's blood pressure medication every morning at 8.",
+        ),
+        ("My wife is called Sofia.", "The user's wife is called Sofia."),
+        (
+            "My mom has lived with us since last spring.",
+            "The user's mom has lived with the user's family since last spring.",
+        ),
+        ("I live in Rotterdam with my partner.", "The user lives in Rotterdam with the user's partner."),
+        ("I work from home on Tuesdays and Thursdays.", "The user works from home on Tuesdays and Thursdays."),
+        (
+            "I have a standing 1:1 with my manager every Monday at 10.",
+            "The user has a standing 1:1 with the user's manager every Monday at 10.",
+        ),
+        ("My quarterly tax filing is due on April 30.", "The user's quarterly tax filing is due on April 30."),
+    ],
+)
+def test_health_diet_family_place_and_schedule_facts_are_recognised(text: str, content: str) -> None:
+    memories = extract_from_window(_user(text))
+
+    assert [(m.content, m.kind, m.category, m.scope) for m in memories] == [(content, "fact", "user-facts", "user")]
+
+
+def test_a_secret_drops_only_its_own_sentence() -> None:
+    window = _user("I'm lactose intolerant. My AWS key is AKIA4MEMHUBX7Q2RZP5T by the way. I live in Oslo.")
+
+    assert [m.content for m in extract_from_window(window)] == [
+        "The user is lactose intolerant.",
+        "The user lives in Oslo.",
+    ]
+
+
+@pytest.mark.parametrize("text", ["My AWS key is AKIA… by the way.", "The deploy token is abc123-masked."])
+def test_a_labelled_credential_is_never_stored_even_cut_or_masked(text: str) -> None:
+    assert extract_from_window(_user(text)) == []
