@@ -155,3 +155,37 @@ def test_a_case_naming_an_unknown_memory_key_is_refused(tmp_path: Path) -> None:
 
     with pytest.raises(evaluation.CaseFormatError, match="unknown memory key 'nowhere'"):
         evaluation.load_cases(path)
+
+
+def test_a_memory_with_the_old_value_does_not_match_the_new_one() -> None:
+    expected = evaluation.Expected(
+        facts=("The user lives in Munich.",),
+        kinds=("fact",),
+        categories=("user-facts",),
+        scope="user",
+        values=("Munich",),
+    )
+    run = evaluation.Run(
+        case=evaluation.Case(
+            id="c", domain="d", split="tune", messages=({"role": "user", "content": "x"},), expect=(expected,)
+        ),
+        produced=[_produced("The user lives in Berlin."), _produced("The user is based in Munich.")],
+        ids={},
+        seconds=0.1,
+        job_status="done",
+        job_error="",
+        extractor="rules",
+    )
+
+    [score] = evaluation.score_runs([run])
+
+    assert score.similarities[0][0] >= evaluation.MATCH_THRESHOLD  # a wrong value reads alike
+    assert [(m.expected, m.produced) for m in score.matches] == [(0, 1)]
+
+
+def test_the_threshold_check_reports_each_labelled_pair() -> None:
+    rows = evaluation.threshold_check("eval/capture/threshold_pairs.jsonl")
+
+    assert {r["label"] for r in rows} == {"same", "different"}
+    inverted = next(r for r in rows if r["produced"] == "The team deploys on Fridays.")
+    assert (inverted["matched"], inverted["similarity"] >= evaluation.MATCH_THRESHOLD) == (False, True)

@@ -39,8 +39,16 @@ class Command(BaseCommand):
         parser.add_argument("--threshold", type=float, default=evaluation.MATCH_THRESHOLD, help="cosine to match")
         parser.add_argument("--report-dir", default="reports", help="folder for the JSON report")
         parser.add_argument("--keep", action="store_true", help="keep the evaluation projects for inspection")
+        parser.add_argument(
+            "--check-threshold",
+            metavar="PAIRS",
+            help="only print how hand-labelled pairs (eval/capture/threshold_pairs.jsonl) fare at --threshold",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["check_threshold"]:
+            self._check_threshold(options["check_threshold"], options["threshold"])
+            return
         cases = evaluation.load_cases(options["cases"])
         if options["split"] != "all":
             cases = [c for c in cases if c.split == options["split"]]
@@ -76,3 +84,13 @@ class Command(BaseCommand):
         self.stdout.write(f"capture evaluation, path {options['path']} (match: cosine >= {options['threshold']})")
         self.stdout.write(evaluation.table(summary))
         self.stdout.write(f"report: {target}")
+
+    def _check_threshold(self, path: str, threshold: float) -> None:
+        rows = evaluation.threshold_check(path, threshold)
+        for row in sorted(rows, key=lambda r: -r["similarity"]):
+            verdict = "match" if row["matched"] else "-"
+            line = f"{row['similarity']:.3f} {row['label']:9} {verdict:5} {row['expected']} || {row['produced']}"
+            self.stdout.write(line)
+        for label in ("same", "different"):
+            group = [r for r in rows if r["label"] == label]
+            self.stdout.write(f"{label}: {sum(r['matched'] for r in group)}/{len(group)} matched at {threshold}")
