@@ -45,8 +45,8 @@ def test_a_reviewer_approves_from_the_queue_with_the_keyboard(page, live_server,
     page.locator(f"#card-{first.pk}").wait_for(state="detached")
     assert page.locator("#pending-count").inner_text() == "1"
     assert Memory.objects.get(pk=first.pk).status == Status.ACTIVE
-    # The reviewer keeps their place: the next card has the focus.
-    assert page.evaluate("document.activeElement.classList.contains('review-card')")
+    # The reviewer keeps their place: the next card gets the focus once the swap settles.
+    page.wait_for_function("document.activeElement.classList.contains('review-card')", timeout=5000)
 
 
 def test_a_reviewer_edits_inline_and_sees_the_revision(page, live_server, person, project, memory_factory):
