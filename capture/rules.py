@@ -53,7 +53,7 @@ _PARTICLE = re.compile(r"^(?:(?:to|on|that|with|for|about|using)\s+)+", _I)
 _CLAUSE_SPLIT = re.compile(
     r"\s*(?:;|,\s+so\s+|(?:,?\s+(?:and|but|plus)\s+(?:also\s+)?|,\s+)"
     r"(?=(?:i|i'm|i've|i'd|i'll|we|we're|we've|we'll|my|our|the team|please|let's)\b)"
-    r"|,\s+(?=(?:use|always|don't|do not|it's|it is|she|he|she's|he's|they)\b)"
+    r"|,\s+(?=(?:use|always|don't|do not|it's|it is|it was|she|he|she's|he's|they)\b)"
     # ", and releases are tagged vX": a new subject with its own verb.
     r"|,\s+(?:and|but)\s+(?=(?:the\s+|our\s+)?[\w.-]+(?:\s+[\w.-]+)?\s+(?:is|are|was|were|will|has|have|gets?)\b)"
     r"|,\s+(?=(?-i:[A-Z])[\w.-]*\s+(?:is|are|was|were|will)\b))",
@@ -123,6 +123,8 @@ _CHANGE_TAIL = re.compile(
     r"(?:,?\s+(?:now|these days|nowadays|from now on|going forward|from here on|instead|any\s?more|again))+$", _I
 )
 _CHANGE_HEAD = re.compile(r"^(?:these days|nowadays|now)\b", _I)
+# "We now deploy on Fridays", "I'm now on Linux": a change said mid-clause (kept in the text).
+_CHANGE_MID = re.compile(r"^(?:i|we|the team)(?:'m| am|'re| are|'ve| have)?\s+now\b", _I)
 _NEVER_AGAIN = re.compile(r"\bto\s+(?P<verb>[a-z]+)\s+(?P<rest>.+?)\s+never again\b", _I)
 _MIN_CHARS, _MAX_CHARS, _MIN_WORDS, _MAX_WORDS = 12, 300, 2, 45
 # The content of a change that is no statement on its own ("it's X, not Y"), until it is resolved.
@@ -655,7 +657,7 @@ def _propose(body: str, readings: list[_Reading], evidence: str) -> _Found | Non
     if not _MIN_WORDS <= words <= _MAX_WORDS or find_secrets(body):
         return None
     body = body.rstrip(" .!")
-    signalled = any(r.change for r in readings) or bool(_CHANGE_HEAD.match(body))
+    signalled = any(r.change for r in readings) or bool(_CHANGE_HEAD.match(body) or _CHANGE_MID.match(body))
     changed = read_change(body)
     if changed is not None:
         statement, change = changed

@@ -486,6 +486,13 @@ def test_a_switch_with_no_memory_to_replace_is_written_as_a_plain_statement() ->
             "The user edits code in Emacs.",
             "m2",
         ),
+        ("We now deploy on Fridays.", ["The user likes hiking.", "The team deploys on Thursdays."], None, "m2"),
+        (
+            "I stopped using Docker Desktop, it was too slow.",
+            ["The user runs Docker Desktop on a Mac."],
+            "The user stopped using Docker Desktop.",
+            "m1",
+        ),
         (
             "I've gone back to tabs.",
             ["The user likes hiking.", "The user indents Python with spaces."],
@@ -608,3 +615,43 @@ def test_a_secret_drops_only_its_own_sentence() -> None:
 @pytest.mark.parametrize("text", ["My AWS key is AKIA… by the way.", "The deploy token is abc123-masked."])
 def test_a_labelled_credential_is_never_stored_even_cut_or_masked(text: str) -> None:
     assert extract_from_window(_user(text)) == []
+
+
+_change_words = st.sampled_from(
+    [
+        "I",
+        "we",
+        "switched",
+        "from",
+        "to",
+        "no longer",
+        "anymore",
+        "actually,",
+        "now",
+        "it's",
+        "not",
+        "moved",
+        "black",
+        "ruff",
+        "tabs",
+        "spaces",
+        "Berlin",
+        "9:30",
+        "instead of",
+        "don't",
+        "use",
+        ",",
+        ".",
+    ]
+)
+_EXISTING = _known("The user uses black for Python.", "The user lives in Berlin.", "The team's standup is at 9:30.")
+
+
+@given(st.lists(_change_words, max_size=20).map(" ".join))
+def test_a_change_of_mind_only_ever_supersedes_one_of_the_users_memories_once(text: str) -> None:
+    memories = extract_from_window(_user(text), existing=_EXISTING)
+
+    replaced = [m.supersedes for m in memories if m.supersedes]
+    assert set(replaced) <= {k.id for k in _EXISTING} and len(replaced) == len(set(replaced))
+    for memory in memories:
+        assert memory.content.endswith(".") and memory.content != "-."
