@@ -3,6 +3,7 @@ built to be missed is counted as a miss."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -101,23 +102,27 @@ def test_an_inverted_memory_does_not_match_however_close_its_vector() -> None:
         categories=("project-conventions",),
         scope="project",
     )
-    run = evaluation.Run(
-        case=evaluation.Case(
-            id="c", domain="d", split="tune", messages=({"role": "user", "content": "x"},), expect=(expected,)
-        ),
-        produced=[_produced("The team deploys on Fridays."), _produced("The team never deploys on a Friday.")],
+    [score] = evaluation.score_runs(
+        [_run(expected, "The team deploys on Fridays.", "The team never deploys on a Friday.")]
+    )
+
+    assert score.similarities[0][0] >= evaluation.MATCH_THRESHOLD  # close by vector, yet inverted
+    assert [(m.expected, m.produced) for m in score.matches] == [(0, 1)]
+    assert score.false_positives == [0]
+
+
+def _run(expected: evaluation.Expected, *produced: str) -> evaluation.Run:
+    """A run of one case expecting ``expected`` that wrote ``produced``, for scoring alone."""
+    case = evaluation.Case(id="c", domain="d", split="tune", messages=({"role": "user", "content": "x"},))
+    return evaluation.Run(
+        case=dataclasses.replace(case, expect=(expected,)),
+        produced=[_produced(content) for content in produced],
         ids={},
         seconds=0.1,
         job_status="done",
         job_error="",
         extractor="rules",
     )
-
-    [score] = evaluation.score_runs([run])
-
-    assert score.similarities[0][0] >= evaluation.MATCH_THRESHOLD  # close by vector, yet inverted
-    assert [(m.expected, m.produced) for m in score.matches] == [(0, 1)]
-    assert score.false_positives == [0]
 
 
 def _produced(content: str) -> evaluation.Produced:
@@ -165,19 +170,7 @@ def test_a_memory_with_the_old_value_does_not_match_the_new_one() -> None:
         scope="user",
         values=("Munich",),
     )
-    run = evaluation.Run(
-        case=evaluation.Case(
-            id="c", domain="d", split="tune", messages=({"role": "user", "content": "x"},), expect=(expected,)
-        ),
-        produced=[_produced("The user lives in Berlin."), _produced("The user is based in Munich.")],
-        ids={},
-        seconds=0.1,
-        job_status="done",
-        job_error="",
-        extractor="rules",
-    )
-
-    [score] = evaluation.score_runs([run])
+    [score] = evaluation.score_runs([_run(expected, "The user lives in Berlin.", "The user is based in Munich.")])
 
     assert score.similarities[0][0] >= evaluation.MATCH_THRESHOLD  # a wrong value reads alike
     assert [(m.expected, m.produced) for m in score.matches] == [(0, 1)]
