@@ -182,3 +182,22 @@ def test_the_threshold_check_reports_each_labelled_pair() -> None:
     assert {r["label"] for r in rows} == {"same", "different"}
     inverted = next(r for r in rows if r["produced"] == "The team deploys on Fridays.")
     assert (inverted["matched"], inverted["similarity"] >= evaluation.MATCH_THRESHOLD) == (False, True)
+
+
+def test_eval_capture_on_the_llm_path_runs_the_classifier(settings: Any, fake_openai: Any, tmp_path: Path) -> None:
+    settings.MEMORYHUB_LLM_BASE_URL, settings.OPENAI_API_KEY = fake_openai.base_url, "test-key"
+    path = tmp_path / "cases.jsonl"
+    path.write_text("".join(json.dumps(c) + "\n" for c in CASES[:3]))
+    item = {"content": "The user is vegetarian.", "kind": "fact", "category": "user-facts", "confidence": 0.9}
+    fake_openai.script_chat(json.dumps([item]), "[]", "[]")
+
+    call_command("eval_capture", "--path", "llm", "--cases", str(path), "--report-dir", str(tmp_path))
+
+    report = json.loads((tmp_path / "capture-llm.json").read_text())
+    assert {c["id"]: c["job"]["extractor"] for c in report["cases"]} == {
+        "hit": "classifier",
+        "miss": "classifier",
+        "extra": "classifier",
+    }
+    assert (report["all"]["matched"], report["all"]["recall"], report["all"]["nothing_correct"]) == (1, 0.5, 1)
+    assert fake_openai.count("/chat/completions") == 3
