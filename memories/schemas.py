@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from ninja import Schema
-from pydantic import AwareDatetime, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import AfterValidator, AwareDatetime, ConfigDict, Field, StringConstraints, model_validator
 
 UserId = Annotated[str, StringConstraints(min_length=1, max_length=255)]
 KindName = Literal["fact", "preference", "decision", "note"]
@@ -14,6 +14,25 @@ ScopeName = Literal["user", "project"]
 StatusName = Literal["active", "pending_review", "superseded", "archived", "deleted"]
 RelationshipName = Literal["related", "refines", "contradicts", "supersedes", "derived_from"]
 Category = Annotated[str, StringConstraints(max_length=100)]
+
+# Every instant Python can read back in any time zone: "9999-12-31T23:00:00-14:00" is year
+# 10000 in UTC, which Postgres stores and Python then cannot load (every list of the project
+# failed). Checked before writing.
+_EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
+_LATEST = datetime(9999, 12, 30, tzinfo=UTC)
+
+
+def _storable(value: datetime) -> datetime:
+    try:
+        utc = value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("timestamp out of range (years 1 to 9999 in UTC)") from None
+    if not _EARLIEST <= utc <= _LATEST:
+        raise ValueError("timestamp out of range (years 1 to 9999 in UTC)")
+    return value
+
+
+StoredDatetime = Annotated[AwareDatetime, AfterValidator(_storable)]
 
 
 class StrictSchema(Schema):
@@ -33,7 +52,7 @@ class MemoryFields(StrictSchema):
     category: Category = ""
     importance: float = Field(0.5, ge=0, le=1)
     metadata: dict[str, Any] = Field(default_factory=dict)
-    expires_at: AwareDatetime | None = None
+    expires_at: StoredDatetime | None = None
     related: list[RelatedIn] = Field(default_factory=list, max_length=100)
 
 
@@ -51,7 +70,7 @@ class BulkMemoryItem(StrictSchema):
     scope: ScopeName = "user"
     importance: float = Field(0.5, ge=0, le=1)
     metadata: dict[str, Any] = Field(default_factory=dict)
-    expires_at: AwareDatetime | None = None
+    expires_at: StoredDatetime | None = None
 
 
 class BulkIn(StrictSchema):
@@ -78,7 +97,7 @@ class MemoryPatch(StrictSchema):
     category: Category | None = None
     importance: float | None = Field(None, ge=0, le=1)
     metadata: dict[str, Any] | None = None
-    expires_at: AwareDatetime | None = None
+    expires_at: StoredDatetime | None = None
     reason: str = ""
 
     @model_validator(mode="after")

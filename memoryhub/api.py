@@ -22,6 +22,7 @@ from memories.scratchpad_api import router as scratchpad_router
 from memories.services import hash_api_key
 from memoryhub import health
 from memoryhub.errors import DomainError, RateLimited
+from memoryhub.parsing import StorableJSONParser, UnstorableBody
 from retrieval.api import router as retrieval_router
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,7 @@ api = NinjaAPI(
     auth=ApiKeyAuth(),
     urls_namespace="api",
     docs_url="/docs",
+    parser=StorableJSONParser(),
 )
 
 
@@ -89,6 +91,8 @@ def on_auth_error(request: HttpRequest, exc: AuthenticationError) -> HttpRespons
 
 @api.exception_handler(HttpError)
 def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    if isinstance(exc.__cause__, UnstorableBody):
+        return error_response(request, 422, "invalid_value", str(exc.__cause__))
     if exc.status_code == 400:
         return error_response(request, 400, "malformed_request", "request body is not valid JSON")
     return error_response(request, exc.status_code, "http_error", str(exc))
@@ -106,9 +110,10 @@ def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
 
 @api.exception_handler(DataError)
 def on_data_error(request: HttpRequest, exc: DataError) -> HttpResponse:
-    # Postgres refuses some values outright (a NUL character in text, say): the
-    # client's input, not an outage. The transaction rolled back; nothing was written.
-    return error_response(request, 422, "invalid_value", "a value contains characters that cannot be stored")
+    # Postgres refuses some values (the parser and schemas catch the known ones first). A
+    # read-back can fail too, after a write committed, so this does not claim nothing was written.
+    log.warning("data error: %s", exc)
+    return error_response(request, 422, "invalid_value", "a value cannot be stored or read back")
 
 
 @api.exception_handler(IntegrityError)

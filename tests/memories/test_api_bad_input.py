@@ -150,3 +150,54 @@ def test_a_constraint_violation_is_a_409_in_the_envelope_not_a_503():
 
     response = on_integrity_error(RequestFactory().get("/api/v1/memories"), IntegrityError("duplicate key"))
     assert (response.status_code, json.loads(response.content)["error"]["code"]) == (409, "conflict")
+
+
+FAR_FUTURE = "9999-12-31T23:00:00-14:00"  # year 10000 in UTC
+
+
+def test_a_timestamp_python_cannot_read_back_is_refused_and_the_project_keeps_working(api, make_memory):
+    make_memory(content="Alice likes tea.")
+    response = api.post("/memories", {"user_id": "alice", "content": "Poison.", "expires_at": FAR_FUTURE})
+    assert (response.status_code, error_code(response)) == (422, "validation_error")
+    assert not Memory.objects.filter(content="Poison.").exists()
+    listed = api.get("/memories", user_id="alice")
+    assert listed.status_code == 200 and [m["content"] for m in listed.json()["items"]] == ["Alice likes tea."]
+
+
+def test_patching_an_unreadable_timestamp_changes_nothing(api, make_memory):
+    memory = make_memory(content="Alice likes tea.")
+    response = api.patch(f"/memories/{memory['id']}", {"user_id": "alice", "expires_at": FAR_FUTURE})
+    assert response.status_code == 422
+    assert Memory.objects.get(pk=memory["id"]).expires_at is None
+
+
+def raw_post(api, path, raw):
+    return api.client.post(
+        f"/api/v1{path}", raw, content_type="application/json", headers={"Authorization": f"Bearer {api.key}"}
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "raw"),
+    [
+        ("/memories", '{"user_id": "alice", "content": "bad \\ud800 text"}'),
+        ("/memories", '{"user_id": "alice", "content": "nul \\u0000 text"}'),
+        ("/memories", '{"user_id": "alice", "content": "ok", "metadata": {"\\udfff": 1}}'),
+        ("/memories/bulk", '{"memories": [{"user_id": "alice", "content": "bad \\ud800"}]}'),
+        ("/retrieve", '{"user_id": "alice", "query": "tea \\ud800"}'),
+        ("/retrieve", '{"user_id": "alice", "query": "tea \\u0000"}'),
+    ],
+)
+def test_a_lone_surrogate_or_nul_anywhere_is_a_422_not_a_500(api, path, raw):
+    response = raw_post(api, path, raw)
+    assert (response.status_code, error_code(response)) == (422, "invalid_value")
+    assert not Memory.objects.exists()
+
+
+def test_deeply_nested_json_is_a_422_not_a_500(api):
+    value = "x"
+    for _ in range(400):
+        value = [value]
+    response = api.put("/scratchpad/deep", {"user_id": "alice", "value": value})
+    assert (response.status_code, error_code(response)) == (422, "invalid_value")
+    assert "nested deeper" in response.json()["error"]["message"]
