@@ -24,6 +24,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from memories.models import Conversation, Message, Project
+from memories.services import validate_metadata
 from memoryhub.errors import Invalid, NotFound, PayloadTooLarge
 
 EMBEDDED_ROLES = ("user", "assistant")
@@ -65,12 +66,14 @@ def validate_messages(drafts: Sequence[MessageDraft]) -> None:
                 f"messages[{index}] has {len(draft.content)} characters; the limit is {longest}",
                 code="message_too_large",
             )
+        validate_metadata(draft.extra)
 
 
 def conversation_create(
     *, project: Project, user_id: str, session_id: str = "", title: str = "", metadata: dict[str, Any] | None = None
 ) -> Conversation:
     """Start a durable conversation for ``user_id``."""
+    validate_metadata(metadata)
     with transaction.atomic(durable=True):
         return Conversation.objects.create(
             project=project, user_id=user_id, session_id=session_id, title=title, metadata=metadata or {}

@@ -201,3 +201,15 @@ def test_deeply_nested_json_is_a_422_not_a_500(api):
     response = api.put("/scratchpad/deep", {"user_id": "alice", "value": value})
     assert (response.status_code, error_code(response)) == (422, "invalid_value")
     assert "nested deeper" in response.json()["error"]["message"]
+
+
+def test_metadata_over_the_limit_is_413_and_stores_nothing(api, make_memory):
+    big = {"blob": "x" * 20_000}
+    response = api.post("/memories", {"user_id": "alice", "content": "Alice likes tea.", "metadata": big})
+    assert (response.status_code, error_code(response)) == (413, "metadata_too_large")
+    memory = make_memory(content="Alice likes coffee.")
+    patched = api.patch(f"/memories/{memory['id']}", {"user_id": "alice", "metadata": big})
+    assert patched.status_code == 413
+    assert Memory.objects.get(pk=memory["id"]).metadata == {}
+    conversation = api.post("/conversations", {"user_id": "alice", "metadata": big})
+    assert conversation.status_code == 413
