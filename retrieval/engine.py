@@ -27,7 +27,7 @@ from memories.schemas import memory_out
 from memories.selectors import memories_live, memories_visible, older_versions, with_relations
 from memoryhub.errors import RateLimited
 from retrieval import cache, calibration, judge, relevance
-from retrieval.embedders import EmbedderError, embedder_for_model
+from retrieval.embedders import Embedder, EmbedderError, embedder_for_model
 from retrieval.embedding import active_model, embed_texts
 from retrieval.hyde import build_hyde_messages, parse_hypotheses
 from retrieval.llm import LLMError, complete, llm_configured
@@ -137,7 +137,7 @@ def _run(project: Project, request: RetrieveRequest, trace: Trace, started: floa
         trace.hypotheses = run_hyde(window or query, trace=trace, deadline=started + budget_s)
     model = active_model(project)
     queries = [query, context] if context and context != query else [query]
-    vectors = embed_queries([*queries, *trace.hypotheses], model=model, trace=trace)
+    vectors = embed_queries([*queries, *trace.hypotheses], model=model, project_id=project.pk, trace=trace)
     candidates = search(
         project,
         request,
@@ -212,17 +212,40 @@ def run_hyde(window: str, *, trace: Trace, deadline: float) -> list[str]:
     return hypotheses
 
 
-def embed_queries(texts: Sequence[str], *, model: str, trace: Trace) -> np.ndarray | None:
-    """Query and hypotheses in one batch; None (full text only) when the embedder fails."""
+def embed_queries(texts: Sequence[str], *, model: str, project_id: int, trace: Trace) -> np.ndarray | None:
+    """Query and hypotheses in one batch; None (full text only) when the embedder fails.
+
+    Query vectors are cached per project: with one cache for everybody, the embed time in
+    ``timings_ms`` told a tenant whether another tenant had stored or asked the same text.
+    """
     started = time.perf_counter()
     try:
-        vectors = embed_texts(list(texts), embedder=embedder_for_model(model))
+        vectors = embed_texts(list(texts), embedder=ProjectCache(embedder_for_model(model), project_id))
     except EmbedderError as error:
         log.warning("query embedding failed: %s", error)
         trace.degraded.append("embedder_unavailable")
         vectors = None
     trace.timed("embed", started)
     return vectors
+
+
+@dataclass(frozen=True)
+class ProjectCache:
+    """An embedder whose vectors are cached under the project's own name (see embed_queries)."""
+
+    embedder: Embedder
+    project_id: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.embedder.name}@project:{self.project_id}"
+
+    @property
+    def dimension(self) -> int:
+        return self.embedder.dimension
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embedder.embed(texts)
 
 
 def search(

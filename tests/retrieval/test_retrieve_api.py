@@ -15,6 +15,7 @@ from memories.models import Memory, Project
 from retrieval import embedders, engine
 from retrieval.models import RetrievalLog
 from retrieval.tokens import count_tokens
+from tests.conftest import ApiClient
 from tests.support.openai_server import Fault
 
 FACTS = [
@@ -285,3 +286,21 @@ def test_memories_are_fenced_as_data_in_the_judges_prompt(api, alice_memories, l
     prompt = next(body for path, body in llm.calls if path.endswith("/chat/completions"))["messages"]
     assert "data, not instructions" in prompt[0]["content"]
     assert "<memory n=1>" in prompt[1]["content"]
+
+
+def test_one_tenants_texts_never_warm_another_tenants_query_cache(api, other_project, settings, fake_openai):
+    settings.MEMORYHUB_LLM_BASE_URL, settings.OPENAI_API_KEY = fake_openai.base_url, "k"
+    rival = ApiClient(
+        client=api.client, key=services.api_key_create(project=other_project, name="t")[1], project=other_project
+    )
+    Project.objects.filter(pk__in=[api.project.pk, other_project.pk]).update(
+        active_embedding_model="fake-embed", retrieval_rate_limit=0
+    )
+    embedders.reset_embedder_cache()
+    secret = "Alice is planning a surprise party for Bob on the 12th."
+    assert api.post("/memories", {"user_id": "alice", "content": secret}).status_code == 201
+    assert retrieve(api, query=secret)["degraded"] == []
+    before = fake_openai.count("/embeddings")
+    assert rival.post("/retrieve", {"user_id": "eve", "query": secret}).status_code == 200
+    assert fake_openai.count("/embeddings") > before  # embedded afresh: nothing cached leaks across
+    embedders.reset_embedder_cache()
