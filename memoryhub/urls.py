@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.urls import include, path
+from django.http import HttpRequest, JsonResponse
+from django.urls import include, path, re_path
 
 from memoryhub.api import api
 
+
+def api_not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
+    """An unknown path under /api/v1/ answers in the error envelope, not an HTML page."""
+    body = {"error": {"code": "not_found", "message": f"no API endpoint at /api/v1/{rest}", "details": None}}
+    return JsonResponse(body, status=404)
+
+
 urlpatterns = [
     path("api/v1/", api.urls),
+    re_path(r"^api/v1/(?P<rest>.*)$", api_not_found),
     path("admin/", admin.site.urls),
     path("", include("memories.urls")),
 ]

@@ -213,3 +213,12 @@ def test_metadata_over_the_limit_is_413_and_stores_nothing(api, make_memory):
     assert Memory.objects.get(pk=memory["id"]).metadata == {}
     conversation = api.post("/conversations", {"user_id": "alice", "metadata": big})
     assert conversation.status_code == 413
+
+
+def test_an_unknown_api_path_is_a_404_in_the_envelope(api):
+    response = api.get("/no-such-endpoint")
+    assert (response.status_code, response["Content-Type"], error_code(response)) == (
+        404,
+        "application/json",
+        "not_found",
+    )
