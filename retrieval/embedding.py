@@ -24,6 +24,7 @@ from memories.models import Embedding, EmbeddingStatus, Memory, Project
 from retrieval.embedders import (
     DEFAULT_OPENAI_MODEL,
     LOCAL_MODEL_NAME,
+    MPNET_MODEL_NAME,
     Embedder,
     EmbedderError,
     Vectors,
@@ -41,6 +42,8 @@ def default_model_name() -> str:
     """The configured embedder's model name, without loading the model."""
     if settings.MEMORYHUB_EMBEDDER == "openai":
         return settings.MEMORYHUB_EMBEDDING_MODEL or DEFAULT_OPENAI_MODEL
+    if settings.MEMORYHUB_EMBEDDER == "local-mpnet":
+        return MPNET_MODEL_NAME
     return LOCAL_MODEL_NAME
 
 
