@@ -57,3 +57,17 @@ lock:
 
 clean:
 	rm -rf $(VENV) staticfiles
+
+# The optional local LLM (README "A local LLM"): installs requirements-llm.txt once (llama-cpp-python
+# builds from source: several minutes on 2 cores) and serves the model on loopback in the foreground.
+# The default CMAKE_ARGS build for any x86-64 CPU with AVX2; set CMAKE_ARGS to build otherwise.
+.PHONY: run-llm
+LLM_STAMP := $(VENV)/.installed-llm
+
+$(LLM_STAMP): requirements-llm.txt $(STAMP)
+	CMAKE_ARGS="$${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON}" \
+		$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-llm.txt
+	touch $(LLM_STAMP)
+
+run-llm: $(LLM_STAMP)
+	$(PY) -m memoryhub.local_llm serve

@@ -27,7 +27,13 @@ from django.conf import settings
 
 from capture import selectors, services
 from capture.changes import Known
-from capture.classifier import ClassifierOutputError, build_classifier_messages, parse_classifier_output, validate_items
+from capture.classifier import (
+    ClassifierOutputError,
+    build_classifier_messages,
+    classifier_schema,
+    parse_classifier_output,
+    validate_items,
+)
 from capture.models import CaptureJob, JobStatus, Trigger
 from capture.observations import build_observation_messages, extract_observations, parse_observation_output
 from capture.proposals import ProposedMemory
@@ -121,11 +127,13 @@ def extract(job: CaptureJob) -> Extraction:
         existing=[(str(m.pk), m.category, m.content) for m in existing],
         taxonomy=job.project.taxonomy,
     )
+    visible_ids = {str(m.pk) for m in existing}
+    schema = classifier_schema(taxonomy=job.project.taxonomy, visible_ids=visible_ids)
     try:
-        items = parse_classifier_output(_ask_llm(messages))
+        items = parse_classifier_output(_ask_llm(messages, json_schema=schema))
     except ClassifierOutputError as error:
         raise TransientCaptureError(f"classifier output unusable: {error}") from error
-    accepted, rejected = validate_items(items, taxonomy=job.project.taxonomy, visible_ids={str(m.pk) for m in existing})
+    accepted, rejected = validate_items(items, taxonomy=job.project.taxonomy, visible_ids=visible_ids)
     return Extraction("classifier", accepted, rejected)
 
 
@@ -170,13 +178,15 @@ def _validated(
     return Extraction(extractor, accepted, rejected)
 
 
-def _ask_llm(messages: list[dict[str, str]]) -> str:
+def _ask_llm(messages: list[dict[str, str]], json_schema: dict[str, Any] | None = None) -> str:
     try:
         return complete(
             messages,
             model=settings.MEMORYHUB_LLM_MODEL,
             timeout=settings.MEMORYHUB_CAPTURE_LLM_TIMEOUT,
             max_tokens=CLASSIFIER_MAX_TOKENS,
+            json_schema=json_schema,
+            schema_name="memories",
         )
     except LLMError as error:
         raise TransientCaptureError(str(error)) from error

@@ -7,15 +7,26 @@ commands, a web process without an LLM) never call it.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
+import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from openai import OpenAI
     from openai.types.chat import ChatCompletionMessageParam
 
+log = logging.getLogger(__name__)
+
 DEFAULT_LLM_MODEL = "gpt-4o-mini"
+
+# How a JSON schema is sent, in the order tried on an endpoint not yet seen (see complete()):
+# OpenAI, vLLM and Ollama take "json_schema"; llama-cpp-python's server takes "json_object"
+# with a "schema" and answers 422 to "json_schema"; "none" sends no response_format at all.
+SCHEMA_STYLES = ("json_schema", "json_object", "none")
+_schema_styles: dict[str | None, str] = {}
 
 # A placeholder key: local OpenAI-compatible servers (Ollama, vLLM, llama.cpp) need none,
 # but the SDK refuses to build a client without one.
@@ -93,32 +104,104 @@ def complete(
     temperature: float = 0.0,
     base_url: str | None = None,
     api_key: str | None = None,
+    json_schema: Mapping[str, Any] | None = None,
+    schema_name: str = "output",
 ) -> str:
     """Send a chat completion request and return the reply's text.
 
     ``model``, ``base_url`` and ``api_key`` default to the settings ``MEMORYHUB_LLM_MODEL``,
     ``MEMORYHUB_LLM_BASE_URL`` and ``OPENAI_API_KEY``. Raises LLMError on any failure,
     including a reply without text; it never retries.
+
+    With ``json_schema`` the reply is constrained to that schema where the server can do it
+    (a top-level object, as OpenAI requires). Servers spell it differently, so the first call
+    to an endpoint tries ``SCHEMA_STYLES`` in order, moving on only when the server refuses
+    the ``response_format`` itself (an HTTP 400/422/500 naming it), and the process remembers the
+    style that was accepted. The caller still validates the reply: a server that ignores the
+    schema answers free text.
     """
+    model_name = model or setting("MEMORYHUB_LLM_MODEL") or DEFAULT_LLM_MODEL
+    endpoint = base_url or setting("MEMORYHUB_LLM_BASE_URL") or None
+    client = openai_client(base_url=endpoint, api_key=api_key or setting("OPENAI_API_KEY"))
+    request = {"messages": messages, "max_tokens": max_tokens, "temperature": temperature}
+    if json_schema is None:
+        return _chat(client, model_name, request, timeout=timeout, response_format=None)
+    deadline = time.monotonic() + timeout
+    known = _schema_styles.get(endpoint)
+    for style in (known,) if known else SCHEMA_STYLES:
+        response_format = schema_response_format(style, json_schema, schema_name)
+        left = max(deadline - time.monotonic(), 0.001)
+        try:
+            text = _chat(client, model_name, request, timeout=left, response_format=response_format, budget=timeout)
+        except _FormatRefused as refused:
+            first_line = str(refused).splitlines()[0]
+            log.info("LLM endpoint %s refuses response_format %r (%s); trying the next", endpoint, style, first_line)
+            continue
+        _schema_styles[endpoint] = style
+        return text
+    # Only a remembered style can end here ("none" is never refused): learn again next time.
+    _schema_styles.pop(endpoint, None)
+    raise LLMError(f"LLM {model_name}: the server now refuses the {known} response format it accepted before")
+
+
+def schema_response_format(style: str, schema: Mapping[str, Any], name: str) -> dict[str, Any] | None:
+    """The ``response_format`` body of one of ``SCHEMA_STYLES`` for ``schema``."""
+    if style == "json_schema":
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": dict(schema), "strict": False}}
+    if style == "json_object":
+        return {"type": "json_object", "schema": dict(schema)}
+    if style == "none":
+        return None
+    raise ValueError(f"unknown schema style {style!r}")
+
+
+class _FormatRefused(LLMError):
+    """The server refused the request's ``response_format`` (not the request as a whole)."""
+
+
+def _chat(
+    client: OpenAI,
+    model_name: str,
+    request: Mapping[str, Any],
+    *,
+    timeout: float,
+    response_format: dict[str, Any] | None,
+    budget: float | None = None,
+) -> str:
+    """One request; errors name ``budget`` (the caller's whole timeout) when given."""
     import openai
 
-    model_name = model or setting("MEMORYHUB_LLM_MODEL") or DEFAULT_LLM_MODEL
-    client = openai_client(
-        base_url=base_url or setting("MEMORYHUB_LLM_BASE_URL"),
-        api_key=api_key or setting("OPENAI_API_KEY"),
-    )
+    extra: dict[str, Any] = {} if response_format is None else {"response_format": response_format}
     try:
         response = client.chat.completions.create(
             model=model_name,
-            messages=cast("list[ChatCompletionMessageParam]", messages),
-            max_tokens=max_tokens,
-            temperature=temperature,
+            messages=cast("list[ChatCompletionMessageParam]", request["messages"]),
+            max_tokens=request["max_tokens"],
+            temperature=request["temperature"],
             timeout=timeout,
+            **extra,
         )
     except (openai.OpenAIError, ValueError) as exc:
         # ValueError: the SDK lets a 200 with an unparseable JSON body escape as JSONDecodeError.
-        raise LLMError(f"LLM {model_name}: {describe_openai_error(exc, timeout=timeout)}") from exc
+        message = f"LLM {model_name}: {describe_openai_error(exc, timeout=budget or timeout)}"
+        if response_format is not None and _refuses_format(exc):
+            raise _FormatRefused(message) from exc
+        raise LLMError(message) from exc
     return _reply_text(response, model_name)
+
+
+def _refuses_format(exc: Exception) -> bool:
+    """True for a 400/422/500 whose message names the response format.
+
+    llama-cpp-python 0.3.36 answers a ``json_schema`` response format with a 500 whose message
+    is the validation error ("loc": "response_format", "type"); others answer 400 or 422.
+    """
+    import openai
+
+    if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422, 500):
+        return False
+    said = f"{exc.message} {exc.body}".lower()
+    return "response_format" in said or "json_schema" in said
 
 
 def _reply_text(response: object, model_name: str) -> str:

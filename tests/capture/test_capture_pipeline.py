@@ -95,9 +95,20 @@ def test_the_classifier_sees_the_cleaned_window_and_the_users_memories_with_ids(
     llm.script_chat("[]")
     run(submit(api, messages=[*WINDOW, {"role": "tool", "content": "SECRET TOOL OUTPUT"}]))
     prompt = llm.calls[-1][1]["messages"][1]["content"]
-    assert f"[{mine['id']}] () Alice uses Vim." in prompt
-    assert theirs["id"] not in prompt and "Emacs" not in prompt
+    assert f"[{mine['id'][:8]}] () Alice uses Vim." in prompt  # UUIDs go as their short ids
+    assert theirs["id"][:8] not in prompt and "Emacs" not in prompt
     assert "User: I always use pytest fixtures" in prompt and "SECRET TOOL OUTPUT" not in prompt
+
+
+def test_the_classifier_asks_for_its_schema_with_the_visible_short_ids(api, llm, make_memory):
+    mine = make_memory(content="Alice uses Vim.")
+    llm.script_chat('{"memories": []}')
+    run(submit(api))
+    response_format = llm.calls[-1][1]["response_format"]
+    assert response_format["type"] == "json_schema" and response_format["json_schema"]["name"] == "memories"
+    item = response_format["json_schema"]["schema"]["properties"]["memories"]["items"]
+    assert item["properties"]["supersedes"] == {"anyOf": [{"enum": [mine["id"][:8]]}, {"type": "null"}]}
+    assert item["properties"]["category"]["enum"] == api.project.taxonomy
 
 
 def test_unknown_categories_and_invented_ids_are_dropped_but_valid_items_are_written(api, llm, make_memory):

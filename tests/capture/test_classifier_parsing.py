@@ -10,7 +10,9 @@ from hypothesis import strategies as st
 from capture.classifier import (
     ClassifierOutputError,
     build_classifier_messages,
+    classifier_schema,
     parse_classifier_output,
+    short_ids,
     validate_items,
 )
 from capture.proposals import ProposedMemory
@@ -35,7 +37,7 @@ def test_the_system_prompt_lists_the_taxonomy_and_keeps_no_placeholder() -> None
         in system["content"]
     )
     assert "{{" not in system["content"]
-    assert "Output ONLY a JSON array" in system["content"]
+    assert 'Output ONLY a JSON object whose "memories" key holds an array' in system["content"]
 
 
 def test_the_user_message_holds_existing_memories_with_ids_and_the_fenced_window() -> None:
@@ -315,3 +317,68 @@ def test_validation_never_raises_on_any_parsed_json(items: list[Any]) -> None:
     accepted, rejected = validate_items(items, taxonomy=DEFAULT_TAXONOMY, visible_ids=["m-1"])
 
     assert len(accepted) + len(rejected) == len(items)
+
+
+# --- short ids and the schema sent to the model ----------------------------------------------
+
+UUID_A = "5e0c1a2b-7d1c-4c61-9d1e-2f0a6b3c8e11"
+UUID_B = "5e0c1a2b-91aa-4e57-8c0d-5a7e3f9b1c24"  # same first 8 characters as UUID_A
+UUID_C = "0b6f2d38-91aa-4e57-8c0d-5a7e3f9b1c24"
+
+
+def test_short_ids_are_the_shortest_unique_prefixes_of_at_least_eight_characters() -> None:
+    assert short_ids([UUID_A, UUID_B, UUID_C, "m-1", "m-12"]) == {
+        UUID_A: "5e0c1a2b-7",
+        UUID_B: "5e0c1a2b-9",
+        UUID_C: "0b6f2d38",
+        "m-1": "m-1",
+        "m-12": "m-12",
+    }
+
+
+def test_the_prompt_shows_short_ids_and_validation_reads_them_back_to_full_ids() -> None:
+    existing = [(UUID_A, "coding-preferences", "The user uses black."), (UUID_C, "user-facts", "The user is a nurse.")]
+    _, user = build_classifier_messages(window=WINDOW, existing=existing, taxonomy=DEFAULT_TAXONOMY)
+
+    assert "- [5e0c1a2b] (coding-preferences) The user uses black.\n- [0b6f2d38] (user-facts)" in user["content"]
+    assert UUID_A not in user["content"]
+    item = {"content": "The user uses ruff.", "category": "coding-preferences", "supersedes": "5e0c1a2b"}
+    accepted, _ = validate_items(
+        [{**item, "related": ["0b6f2d38", UUID_C, "5e0c1a2b"]}], taxonomy=DEFAULT_TAXONOMY, visible_ids=[UUID_A, UUID_C]
+    )
+
+    assert (accepted[0].supersedes, accepted[0].related) == (UUID_A, (UUID_C,))
+
+
+def test_a_short_id_of_a_memory_the_user_cannot_see_is_dropped() -> None:
+    item = {"content": "The user uses ruff.", "category": "coding-preferences", "supersedes": "0b6f2d38"}
+
+    accepted, _ = validate_items([item], taxonomy=DEFAULT_TAXONOMY, visible_ids=[UUID_A])
+
+    assert accepted[0].supersedes is None
+    assert "supersedes '0b6f2d38' is not a visible memory" in accepted[0].reason
+
+
+def test_the_schema_allows_only_the_taxonomy_the_labels_and_the_visible_short_ids() -> None:
+    schema = classifier_schema(taxonomy=["coding-preferences", "ops"], visible_ids=[UUID_C, UUID_A])
+
+    assert schema["required"] == ["memories"]
+    item = schema["properties"]["memories"]["items"]
+    properties = item["properties"]
+    assert list(properties)[:2] == ["supersedes", "content"]
+    assert properties["supersedes"] == {"anyOf": [{"enum": ["0b6f2d38", "5e0c1a2b"]}, {"type": "null"}]}
+    assert properties["related"] == {"type": "array", "items": {"enum": ["0b6f2d38", "5e0c1a2b"]}}
+    assert properties["category"] == {"enum": ["coding-preferences", "ops"]}
+    assert (properties["kind"], properties["scope"]) == (
+        {"enum": ["fact", "preference", "decision", "note"]},
+        {"enum": ["user", "project"]},
+    )
+    assert "maxLength" not in properties["content"]
+    assert set(item["required"]) == set(properties) - {"reason", "evidence"}
+
+
+def test_without_existing_memories_the_schema_allows_no_id_at_all() -> None:
+    properties = classifier_schema(taxonomy=DEFAULT_TAXONOMY, visible_ids=[])["properties"]["memories"]["items"]
+
+    assert properties["properties"]["supersedes"] == {"type": "null"}
+    assert properties["properties"]["related"] == {"type": "array", "maxItems": 0}

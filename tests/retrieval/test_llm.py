@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from retrieval.llm import LLMError, complete
@@ -70,3 +72,60 @@ def test_a_reply_without_text_is_an_llm_error(fake_openai: FakeOpenAI, reply: st
 def test_a_wrong_api_key_is_an_llm_error() -> None:
     with FakeOpenAI(api_key="right") as server, pytest.raises(LLMError, match="HTTP 401"):
         complete(MESSAGES, model="fake-chat", timeout=5, base_url=server.base_url, api_key="wrong")
+
+
+# --- structured output: the response_format each kind of server takes ---------------------
+
+SCHEMA = {"type": "object", "properties": {"memories": {"type": "array"}}, "required": ["memories"]}
+
+
+def ask_with_schema(server: FakeOpenAI) -> str:
+    return complete(MESSAGES, model="fake-chat", timeout=5, base_url=server.base_url, json_schema=SCHEMA)
+
+
+def sent_formats(server: FakeOpenAI) -> list[Any]:
+    return [body.get("response_format") for path, body in server.calls if path.endswith("/chat/completions")]
+
+
+def test_a_schema_goes_as_openai_json_schema_first(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script_chat('{"memories": []}')
+
+    assert complete(MESSAGES, timeout=5, base_url=fake_openai.base_url, json_schema=SCHEMA, schema_name="mem") == (
+        '{"memories": []}'
+    )
+    assert sent_formats(fake_openai) == [
+        {"type": "json_schema", "json_schema": {"name": "mem", "schema": SCHEMA, "strict": False}}
+    ]
+
+
+def test_no_schema_sends_no_response_format(fake_openai: FakeOpenAI) -> None:
+    ask(fake_openai)
+
+    assert sent_formats(fake_openai) == [None]
+
+
+def test_a_llama_cpp_style_server_gets_json_object_with_the_schema_and_it_is_remembered() -> None:
+    with FakeOpenAI(response_formats=("text", "json_object")) as server:
+        server.script_chat('{"memories": [1]}', '{"memories": [2]}')
+
+        assert [ask_with_schema(server), ask_with_schema(server)] == ['{"memories": [1]}', '{"memories": [2]}']
+
+        json_schema = {"type": "json_schema", "json_schema": {"name": "output", "schema": SCHEMA, "strict": False}}
+        json_object = {"type": "json_object", "schema": SCHEMA}
+        assert sent_formats(server) == [json_schema, json_object, json_object]
+
+
+def test_a_server_that_takes_no_response_format_is_asked_without_one() -> None:
+    with FakeOpenAI(response_formats=("text",)) as server:
+        server.script_chat("free text [] reply")
+
+        assert ask_with_schema(server) == "free text [] reply"
+        assert [f and f["type"] for f in sent_formats(server)] == ["json_schema", "json_object", None]
+
+
+def test_an_error_that_does_not_name_the_format_is_not_a_reason_to_try_another(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script_chat(Fault(status=500))
+
+    with pytest.raises(LLMError, match="HTTP 500"):
+        ask_with_schema(fake_openai)
+    assert fake_openai.count("/chat/completions") == 1

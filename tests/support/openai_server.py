@@ -69,9 +69,14 @@ def _echo_last_user_message(messages: list[dict[str, Any]]) -> str:
 class FakeOpenAI:
     """An OpenAI-compatible server on 127.0.0.1 with scripted chat replies and embeddings."""
 
-    def __init__(self, *, dimension: int = 64, api_key: str | None = None) -> None:
+    def __init__(
+        self, *, dimension: int = 64, api_key: str | None = None, response_formats: tuple[str, ...] | None = None
+    ) -> None:
         self.dimension = dimension
         self.api_key = api_key  # when set, other bearer tokens get a 401
+        # When set, a chat request whose response_format type is not listed is refused the way
+        # llama-cpp-python 0.3.36 refuses "json_schema": HTTP 500 naming response_format.
+        self.response_formats = response_formats
         self.default_chat: Callable[[list[dict[str, Any]]], str] | str = _echo_last_user_message
         self.embed_text: Callable[[str, int], list[float]] = hashed_bag_of_words
         self._lock = threading.Lock()
@@ -208,12 +213,24 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send_error(400, "the body must be a JSON object")
         try:
             if self.path == CHAT_PATH:
+                if self._refuse_format(body):  # before taking a scripted reply: a refusal uses none
+                    return None
                 return self._chat(body, self.server_fake._next_chat())
             if self.path == EMBEDDINGS_PATH:
                 return self._embeddings(body, self.server_fake._next_embeddings())
         except Exception as exc:  # a broken default_chat/embed_text in a test: say so, don't hang up
             return self._send_error(500, f"FakeOpenAI failed: {type(exc).__name__}: {exc}")
         self._send_error(404, f"no route for POST {self.path}")
+
+    def _refuse_format(self, body: dict[str, Any]) -> bool:
+        accepted = self.server_fake.response_formats
+        requested = body.get("response_format")
+        if accepted is None or not isinstance(requested, dict) or requested.get("type") in accepted:
+            return False
+        expected = " or ".join(repr(t) for t in accepted)
+        detail = f"{{'loc': ('body', 'response_format', 'type'), 'msg': 'Input should be {expected}'}}"
+        self._send_error(500, f"1 validation error:\n  {detail}", error_type="internal_server_error")
+        return True
 
     def _chat(self, body: dict[str, Any], reply: ChatReply | None) -> None:
         if isinstance(reply, Fault) and self._apply_fault(reply):
