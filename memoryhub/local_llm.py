@@ -40,6 +40,9 @@ DEFAULT_PORT = 8077
 # hundred existing memories need more, and llama.cpp allocates the whole context up front.
 CONTEXT_TOKENS = 8192
 READY_TIMEOUT_S = 180.0
+# Seconds to suggest for MEMORYHUB_CAPTURE_LLM_TIMEOUT: below the capture task's 240 s soft limit,
+# above a cold classification on two busy cores (DECISIONS.md "A real local model").
+CAPTURE_TIMEOUT_S = 180
 
 
 @dataclass(frozen=True)
@@ -201,9 +204,7 @@ def wait_ready(url: str, process: subprocess.Popen[bytes], *, timeout: float = R
 
 
 @contextmanager
-def running_server(
-    *, home: Path | None = None, port: int | None = None, log: Path | None = None
-) -> Iterator[str]:
+def running_server(*, home: Path | None = None, port: int | None = None, log: Path | None = None) -> Iterator[str]:
     """Start the local server on a free loopback port, yield its base URL, stop it afterwards."""
     path = model_file(home)
     port = port or free_port()
@@ -245,7 +246,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"Serving {MODEL.name} ({path.stat().st_size / 2**20:.0f} MiB, {threads()} threads) on {base_url(args.port)}.\n"
         "Point MemoryHub at it (in the shell that runs `make run` or manage.py):\n\n"
         f"    export MEMORYHUB_LLM_BASE_URL={base_url(args.port)}\n"
-        f"    export MEMORYHUB_LLM_MODEL={MODEL.name}\n",
+        f"    export MEMORYHUB_LLM_MODEL={MODEL.name}\n"
+        f"    export MEMORYHUB_CAPTURE_LLM_TIMEOUT={CAPTURE_TIMEOUT_S}   # a cold call takes ~1 min on 2 cores\n",
         flush=True,
     )
     executable = shutil.which(command[0]) or command[0]
