@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -382,3 +383,64 @@ def test_without_existing_memories_the_schema_allows_no_id_at_all() -> None:
 
     assert properties["properties"]["supersedes"] == {"type": "null"}
     assert properties["properties"]["related"] == {"type": "array", "maxItems": 0}
+
+
+# --- answers of the real local model (tests/capture/llm_outputs.jsonl, recorded from
+# qwen2.5-coder-1.5b-instruct-q4_k_m on cases of eval/capture; see its "note" fields) ------
+
+REAL = {
+    row["name"]: row for row in map(json.loads, (Path(__file__).parent / "llm_outputs.jsonl").read_text().splitlines())
+}
+
+
+def _validate_real(name: str) -> tuple[list[ProposedMemory], list[tuple[dict[str, Any], str]]]:
+    row = REAL[name]
+    items = parse_classifier_output(row["raw"])
+    return validate_items(items, taxonomy=DEFAULT_TAXONOMY, visible_ids=row["visible_ids"])
+
+
+def test_every_recorded_answer_is_strict_json_of_the_asked_shape() -> None:
+    for row in REAL.values():
+        assert list(json.loads(row["raw"])) == ["memories"], row["name"]
+
+
+def test_the_short_id_the_model_copied_supersedes_the_full_id() -> None:
+    [black_id] = REAL["ruff-supersede-short-id"]["visible_ids"]
+
+    accepted, rejected = _validate_real("ruff-supersede-short-id")
+
+    assert rejected == []
+    assert [(p.supersedes, p.related, p.kind, p.category) for p in accepted] == [
+        (black_id, (), "preference", "coding-preferences")
+    ]
+
+
+def test_a_change_of_mind_answered_as_related_stays_a_link_not_a_supersede() -> None:
+    [black_id] = REAL["ruff-id-in-related"]["visible_ids"]
+
+    [proposal], _ = _validate_real("ruff-id-in-related")
+
+    assert (proposal.supersedes, proposal.related, proposal.kind) == (None, (black_id,), "note")
+
+
+def test_labels_in_the_wrong_keys_are_rejected_with_the_reason() -> None:
+    accepted, rejected = _validate_real("kind-and-category-swapped")
+
+    assert accepted == []
+    assert [(item["content"], why) for item, why in rejected] == [
+        ("The user is vegetarian.", "unknown category 'user'")
+    ]
+
+
+def test_an_echoed_redaction_placeholder_is_kept_as_written_and_noted_as_no_new_secret() -> None:
+    row = json.loads(REAL["connection-string-echoed"]["raw"])["memories"][0]
+
+    [proposal], rejected = _validate_real("connection-string-echoed")
+
+    assert rejected == []
+    assert proposal.content == row["content"] and "postgres://app:[REDACTED]@" in proposal.content
+    assert "validation:" not in proposal.reason
+
+
+def test_an_empty_answer_proposes_nothing() -> None:
+    assert _validate_real("nothing-to-remember") == ([], [])
