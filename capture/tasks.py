@@ -65,7 +65,14 @@ def queue_embedding(memory_ids: Sequence[str]) -> None:
     _publish_chunks(embed_memories_task, memory_ids, EMBED_CHUNK, waiting=waiting)
 
 
-@shared_task(bind=True, acks_late=True, max_retries=EMBED_MAX_RETRIES, soft_time_limit=300, time_limit=330)
+@shared_task(
+    bind=True,
+    acks_late=True,
+    max_retries=EMBED_MAX_RETRIES,
+    soft_time_limit=300,
+    time_limit=330,
+    name="capture.tasks.embed_memories_task",
+)
 def embed_memories_task(self: Any, memory_ids: list[str]) -> int:
     """Embed the memories among ``memory_ids`` that still need it."""
     memories = list(
@@ -100,7 +107,7 @@ def embedding_backlog() -> Any:
     )
 
 
-@shared_task(acks_late=True, soft_time_limit=60, time_limit=90)
+@shared_task(acks_late=True, soft_time_limit=60, time_limit=90, name="capture.tasks.sweep_embeddings")
 def sweep_embeddings() -> int:
     """Re-queue pending and failed embeddings (beat runs this every minute)."""
     ensure_active_indexes()
@@ -119,7 +126,7 @@ def sweep_embeddings() -> int:
 REEMBED_STEP_SECONDS = 240.0
 
 
-@shared_task(acks_late=True, soft_time_limit=1800, time_limit=1860)
+@shared_task(acks_late=True, soft_time_limit=1800, time_limit=1860, name="capture.tasks.reembed_project_task")
 def reembed_project_task(
     project_id: int, model: str, step_seconds: float = REEMBED_STEP_SECONDS
 ) -> dict[str, Any] | None:
@@ -132,7 +139,7 @@ def reembed_project_task(
     return result
 
 
-@shared_task(acks_late=True)
+@shared_task(acks_late=True, name="capture.tasks.drop_old_vectors_task")
 def drop_old_vectors_task(project_id: int) -> int:
     """Delete vectors of models the project no longer uses (after a grace period)."""
     return reembed.drop_inactive_vectors(project_id=project_id)
@@ -150,7 +157,14 @@ def queue_capture(job_id: str) -> None:
     _publish(capture_job_task, (job_id,), waiting=f"capture job {job_id} waits for the sweeper")
 
 
-@shared_task(bind=True, acks_late=True, max_retries=None, soft_time_limit=240, time_limit=300)
+@shared_task(
+    bind=True,
+    acks_late=True,
+    max_retries=None,
+    soft_time_limit=240,
+    time_limit=300,
+    name="capture.tasks.capture_job_task",
+)
 def capture_job_task(self: Any, job_id: str) -> str:
     """Run one capture job (see ``capture.pipeline``); idempotent, so duplicates are harmless."""
     from capture.pipeline import Outcome, run_job
@@ -166,7 +180,7 @@ def capture_job_task(self: Any, job_id: str) -> str:
     return str(result.outcome)
 
 
-@shared_task(acks_late=True, soft_time_limit=60, time_limit=90)
+@shared_task(acks_late=True, soft_time_limit=60, time_limit=90, name="capture.tasks.sweep_capture_jobs")
 def sweep_capture_jobs() -> int:
     """Re-queue capture jobs stuck in ``queued`` or ``running`` (beat runs this every 30 s)."""
     from capture.services import capture_jobs_requeue
@@ -186,7 +200,14 @@ def queue_message_embedding(message_ids: Sequence[str]) -> None:
     _publish_chunks(embed_messages_task, message_ids, MESSAGE_EMBED_CHUNK, waiting=waiting)
 
 
-@shared_task(bind=True, acks_late=True, max_retries=EMBED_MAX_RETRIES, soft_time_limit=300, time_limit=330)
+@shared_task(
+    bind=True,
+    acks_late=True,
+    max_retries=EMBED_MAX_RETRIES,
+    soft_time_limit=300,
+    time_limit=330,
+    name="capture.tasks.embed_messages_task",
+)
 def embed_messages_task(self: Any, message_ids: list[str]) -> int:
     """Embed the messages among ``message_ids`` that have no vector yet."""
     from memories.conversations import embed_messages
@@ -199,7 +220,7 @@ def embed_messages_task(self: Any, message_ids: list[str]) -> int:
         raise self.retry(exc=error, countdown=min(300, 5 * 2**self.request.retries)) from error
 
 
-@shared_task(acks_late=True, soft_time_limit=60, time_limit=90)
+@shared_task(acks_late=True, soft_time_limit=60, time_limit=90, name="capture.tasks.sweep_message_embeddings")
 def sweep_message_embeddings() -> int:
     """Queue messages still waiting for a vector (older than a minute, so fresh ones are left alone)."""
     from memories.conversations import messages_awaiting_embedding
