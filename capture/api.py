@@ -9,8 +9,8 @@ from ninja import Router, Status
 
 from capture import selectors, services
 from capture.schemas import CaptureIn, CaptureJobOut, JobAcceptedOut, ObservationIn, job_out
-from memories.api import ERRORS, actor, api_key
 from memories.schemas import UserId
+from memoryhub.auth import ERRORS, actor, api_key
 
 router = Router(tags=["capture"])
 

@@ -9,11 +9,9 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Status
 
 from memories import selectors, services
-from memories.models import ApiKey
 from memories.schemas import (
     BulkIn,
     BulkOut,
-    ErrorOut,
     HistoryOut,
     KindName,
     MemoryIn,
@@ -26,19 +24,9 @@ from memories.schemas import (
     UserId,
     memory_out,
 )
+from memoryhub.auth import ERRORS, actor, api_key
 
 router = Router(tags=["memories"])
-ERRORS: dict[int, Any] = dict.fromkeys((400, 401, 404, 409, 413, 422, 429, 503), ErrorOut)
-
-
-def api_key(request: HttpRequest) -> ApiKey:
-    key = request.auth  # type: ignore[attr-defined]
-    assert isinstance(key, ApiKey)
-    return key
-
-
-def actor(request: HttpRequest) -> str:
-    return f"api_key:{api_key(request).prefix}"
 
 
 def _fresh(request: HttpRequest, user_id: str, memory_id: Any) -> dict[str, Any]:

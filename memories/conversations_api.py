@@ -14,9 +14,9 @@ from ninja import Query, Router, Schema, Status
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from memories import conversations
-from memories.api import ERRORS, api_key
 from memories.models import Conversation, Message
 from memories.schemas import StrictSchema, UserId
+from memoryhub.auth import ERRORS, api_key
 
 router = Router(tags=["conversations"])
 

@@ -155,16 +155,6 @@ class HistoryOut(Schema):
     chain: list[MemoryOut]
 
 
-class ErrorBody(Schema):
-    code: str
-    message: str
-    details: Any = None
-
-
-class ErrorOut(Schema):
-    error: ErrorBody
-
-
 def memory_out(memory: Any) -> dict[str, Any]:
     """The API's memory object. Expects ``with_relations`` prefetches for speed."""
     try:

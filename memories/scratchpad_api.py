@@ -14,9 +14,9 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router
 
 from memories import scratchpad
-from memories.api import ERRORS, api_key
 from memories.models import ScratchpadEntry
 from memories.schemas import ScratchpadIn, ScratchpadListOut, ScratchpadOut, UserId
+from memoryhub.auth import ERRORS, api_key
 from memoryhub.errors import Invalid
 
 router = Router(tags=["scratchpad"])

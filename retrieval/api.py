@@ -8,8 +8,8 @@ from django.http import HttpRequest
 from ninja import Router, Status
 
 from memories import services
-from memories.api import ERRORS, actor, api_key
 from memories.schemas import MemoryOut, memory_out
+from memoryhub.auth import ERRORS, actor, api_key
 from retrieval.engine import RetrieveRequest, retrieve
 from retrieval.schemas import AddMemoryIn, QueryMemoryIn, QueryMemoryOut, RetrieveIn, RetrieveOut
 from retrieval.tools import TOOL_SCHEMAS, tool_memories

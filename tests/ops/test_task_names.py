@@ -26,7 +26,7 @@ PUBLISHED_NAMES = {
 def test_every_published_task_name_is_still_registered():
     app.loader.import_default_modules()
     ours = {name for name in app.tasks if not name.startswith("celery.")}
-    assert PUBLISHED_NAMES <= ours, PUBLISHED_NAMES - ours
+    assert ours >= PUBLISHED_NAMES, PUBLISHED_NAMES - ours
 
 
 def test_the_beat_schedule_names_only_registered_tasks():
