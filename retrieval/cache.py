@@ -12,7 +12,7 @@ from typing import Any
 
 import redis
 
-from retrieval.embedding import redis_client
+from memoryhub.redis import redis_client
 
 log = logging.getLogger(__name__)
 

@@ -21,6 +21,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from memories.models import Embedding, EmbeddingStatus, Memory, Project
+from memoryhub.redis import redis_client
 from retrieval.embedders import (
     DEFAULT_OPENAI_MODEL,
     LOCAL_MODEL_NAME,
@@ -35,7 +36,6 @@ from retrieval.embedders import (
 log = logging.getLogger(__name__)
 
 CACHE_TTL_SECONDS = 7 * 24 * 3600
-_redis_client: redis.Redis | None = None
 
 
 def default_model_name() -> str:
@@ -50,13 +50,6 @@ def default_model_name() -> str:
 def active_model(project: Project) -> str:
     """The model whose vectors the project's searches use."""
     return project.active_embedding_model or default_model_name()
-
-
-def redis_client() -> redis.Redis:
-    global _redis_client
-    if _redis_client is None:
-        _redis_client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
-    return _redis_client
 
 
 def _cache_key(model: str, text: str) -> str:

@@ -25,8 +25,9 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 
 from memories.models import Embedding, EmbeddingStatus, Memory, Project, Status
+from memoryhub.redis import redis_client
 from retrieval.embedders import embedder_for_model
-from retrieval.embedding import active_model, embed_texts, ensure_vector_index, redis_client, store_vectors
+from retrieval.embedding import active_model, embed_texts, ensure_vector_index, store_vectors
 
 BATCH = 256
 OLD_VECTORS_GRACE_SECONDS = 60

@@ -40,7 +40,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 @pytest.fixture(autouse=True)
 def clean_redis() -> None:
     """Each test starts with an empty Redis (cache, queues, rate limits): the servers are the tests' own."""
-    from retrieval.embedding import redis_client
+    from memoryhub.redis import redis_client
 
     redis_client().flushdb()
 

@@ -6,7 +6,7 @@ import pytest
 
 from capture.models import CaptureJob
 from memories.models import Message
-from retrieval.embedding import redis_client
+from memoryhub.redis import redis_client
 
 WINDOW = [
     {"role": "user", "content": "I always use pytest fixtures, never setUp."},

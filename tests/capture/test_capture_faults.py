@@ -19,7 +19,7 @@ from capture.models import CaptureJob
 from capture.pipeline import Outcome, run_job
 from memories.models import Memory
 from memoryhub.celery import app as celery_app
-from retrieval.embedding import redis_client
+from memoryhub.redis import redis_client
 from tests.support.celery_worker import celery_worker, purge_queue, wait_until
 from tests.support.openai_server import Fault
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 from capture.session import session_key
 from memories.conversations import embed_messages, messages_awaiting_embedding
 from memories.models import Message
-from retrieval.embedding import redis_client
+from memoryhub.redis import redis_client
 
 pytestmark = pytest.mark.django_db
 
