@@ -39,6 +39,7 @@ from capture.observations import build_observation_messages, extract_observation
 from capture.proposals import ProposedMemory
 from capture.rules import extract_from_window
 from capture.window import clean_window
+from retrieval.duplicates import NearDuplicateFinder
 from retrieval.llm import LLMError, complete, llm_configured
 
 log = logging.getLogger(__name__)
@@ -143,9 +144,7 @@ def _from_rules(job: CaptureJob, window: list[dict[str, str]]) -> Extraction:
         project=job.project, user_id=job.user_id, limit=settings.MEMORYHUB_CAPTURE_EXISTING_LIMIT
     )
     known = [Known(str(m.pk), m.content, m.kind, m.category, m.scope) for m in existing]
-    finder = selectors.NearDuplicateFinder(
-        project=job.project, user_id=job.user_id, threshold=RULES_SUPERSEDE_SIMILARITY
-    )
+    finder = NearDuplicateFinder(project=job.project, user_id=job.user_id, threshold=RULES_SUPERSEDE_SIMILARITY)
 
     def nearest(text: str) -> str | None:
         hit = finder.find(text)

@@ -28,6 +28,12 @@ from memories import conversations
 from memories.models import CapturePolicy, Memory, Project, Status
 from memories.services import MemoryDraft, memory_create, memory_supersede
 from memoryhub.errors import Conflict, Invalid, NotFound, PayloadTooLarge
+from memoryhub.queue import publish
+from retrieval.duplicates import NearDuplicateFinder
+
+# The names capture's tasks (``capture/tasks.py``) are registered and published under.
+CAPTURE_JOB_TASK = "capture.tasks.capture_job_task"
+SWEEP_CAPTURE_JOBS_TASK = "capture.tasks.sweep_capture_jobs"
 
 log = logging.getLogger(__name__)
 
@@ -157,9 +163,9 @@ def observation_submit(
 
 
 def _queue(job_id: Any) -> None:
-    from capture.tasks import queue_capture
-
-    queue_capture(str(job_id))
+    """Nudge a worker about a capture job. No publish retries: the request must not wait for a
+    broker that is down; the job row stays ``queued`` and the sweeper queues it later."""
+    publish(CAPTURE_JOB_TASK, (str(job_id),), waiting=f"capture job {job_id} waits for the sweeper")
 
 
 # --- running a job ---------------------------------------------------------------------------
@@ -230,7 +236,7 @@ def _short(item: Mapping[str, Any]) -> dict[str, Any]:
 
 def capture_job_write_memories(*, job: CaptureJob) -> CaptureJob:
     """Write each pending proposal (skipping duplicates), then mark the job ``done``."""
-    finder = selectors.NearDuplicateFinder(project=job.project, user_id=job.user_id)
+    finder = NearDuplicateFinder(project=job.project, user_id=job.user_id)
     items = list(job.proposals)
     for index, item in enumerate(items):
         if item.get("outcome") != "pending":
@@ -247,7 +253,7 @@ def capture_job_write_memories(*, job: CaptureJob) -> CaptureJob:
     return job
 
 
-def _write_one(job: CaptureJob, item: Mapping[str, Any], finder: selectors.NearDuplicateFinder) -> dict[str, Any]:
+def _write_one(job: CaptureJob, item: Mapping[str, Any], finder: NearDuplicateFinder) -> dict[str, Any]:
     """Write one proposal and say what happened: created, duplicate, near_duplicate or failed."""
     proposal = proposal_from(item)
     # Only a re-run can find memories of its own: an earlier attempt wrote them before dying.

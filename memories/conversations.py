@@ -13,9 +13,8 @@ depend on the capture app at import time.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -27,7 +26,9 @@ from memories.models import Conversation, Message, Project
 from memories.services import validate_metadata
 from memoryhub.errors import Invalid, NotFound, PayloadTooLarge
 
-EMBEDDED_ROLES = ("user", "assistant")
+# Hooks other apps register, called after commit with the new messages (retrieval queues
+# them for embedding: ``retrieval.message_vectors.queue_for_embedding``).
+after_messages_stored: list[Callable[[Sequence[Message]], None]] = []
 
 
 @dataclass
@@ -114,10 +115,10 @@ def messages_append(*, conversation: Conversation, drafts: Sequence[MessageDraft
 
 def _after_commit(conversation: Conversation, messages: list[Message]) -> None:
     from capture.session import session_append
-    from capture.tasks import queue_message_embedding
 
     session_append(conversation_id=conversation.pk, messages=[message_state(m) for m in messages])
-    queue_message_embedding([str(m.pk) for m in messages if m.role in EMBEDDED_ROLES and m.content.strip()])
+    for hook in after_messages_stored:
+        hook(messages)
 
 
 def message_state(message: Message) -> dict[str, Any]:
@@ -172,32 +173,3 @@ def conversation_recent(*, conversation: Conversation, limit: int) -> tuple[list
     if grown:
         session_store(conversation_id=conversation.pk, messages=[])
     return tail[-limit:], "database"
-
-
-# --- message embeddings (run by Celery) -----------------------------------------------
-
-
-def messages_awaiting_embedding(*, older_than: datetime, limit: int) -> list[str]:
-    """Ids of user/assistant messages with text and no vector, created before ``older_than``."""
-    queryset = Message.objects.filter(embedding_model="", role__in=EMBEDDED_ROLES, created_at__lt=older_than)
-    return [str(pk) for pk in queryset.exclude(content="").order_by("created_at").values_list("pk", flat=True)[:limit]]
-
-
-def embed_messages(*, message_ids: Sequence[str]) -> int:
-    """Embed messages that have no vector yet with their project's active model; how many."""
-    from retrieval.embedders import embedder_for_model
-    from retrieval.embedding import active_model, embed_texts
-
-    messages = list(
-        Message.objects.select_related("conversation__project")
-        .filter(pk__in=message_ids, embedding_model="", role__in=EMBEDDED_ROLES)
-        .exclude(content="")
-    )
-    by_model: dict[str, list[Message]] = {}
-    for message in messages:
-        by_model.setdefault(active_model(message.conversation.project), []).append(message)
-    for model, group in by_model.items():
-        vectors = embed_texts([m.content for m in group], embedder=embedder_for_model(model))
-        for message, vector in zip(group, vectors, strict=True):
-            Message.objects.filter(pk=message.pk, embedding_model="").update(embedding=vector, embedding_model=model)
-    return len(messages)

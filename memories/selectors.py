@@ -23,6 +23,11 @@ from django.db.models.functions import Now
 from memories.models import Memory, MemoryEdge, MemoryRevision, Project, Scope, Status
 from memoryhub.errors import Invalid, NotFound
 
+# Live memories: those capture may supersede, link to or find duplicated (a superseded or
+# archived memory saying the same thing does not stop a user from coming back to an old
+# preference).
+LIVE_STATUSES = (Status.ACTIVE, Status.PENDING_REVIEW)
+
 
 def visible_q(*, user_id: str, prefix: str = "") -> Q:
     """The visibility rule as a Q over a Memory relation (``prefix`` like ``"memory__"``)."""

@@ -1,4 +1,4 @@
-"""The Celery app. Tasks live in ``capture/tasks.py`` (capture, embedding, sweeps)."""
+"""The Celery app. Tasks live in each app's ``tasks.py`` (capture jobs; retrieval's embedding and sweeps)."""
 
 from __future__ import annotations
 

@@ -32,6 +32,7 @@ from retrieval.embedders import (
     embedder_for_model,
     get_embedder,
 )
+from retrieval.queueing import queue_embedding
 
 log = logging.getLogger(__name__)
 
@@ -274,8 +275,6 @@ def embed_now_or_later(memories: Sequence[Memory], inline: bool) -> None:
         except EmbedderError as error:
             log.warning("inline embedding failed, queued for the background: %s", error)
             record_failure([m.pk for m in memories], error, final=False)
-    from capture.tasks import queue_embedding
-
     queue_embedding([str(m.pk) for m in memories])
 
 

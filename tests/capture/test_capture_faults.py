@@ -223,7 +223,7 @@ def test_capture_accepted_while_the_broker_is_down_is_processed_once_it_is_back(
 
 
 def test_queueing_embeddings_while_the_broker_is_down_neither_waits_nor_raises(tmp_path, caplog):
-    from capture.tasks import EMBED_CHUNK, MESSAGE_EMBED_CHUNK, queue_embedding, queue_message_embedding
+    from retrieval.queueing import EMBED_CHUNK, MESSAGE_EMBED_CHUNK, queue_embedding, queue_message_embedding
 
     purge_queue()
     ids = [f"id-{n}" for n in range(3 * max(EMBED_CHUNK, MESSAGE_EMBED_CHUNK))]

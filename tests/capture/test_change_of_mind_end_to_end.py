@@ -11,9 +11,9 @@ from django.test import Client
 
 from capture.models import CaptureJob
 from capture.pipeline import Outcome, run_job
-from capture.tasks import embed_memories_task
 from memories import services as memory_services
 from memories.models import Membership, Memory, Project
+from retrieval.tasks import embed_memories_task
 
 pytestmark = pytest.mark.django_db
 

@@ -9,9 +9,9 @@ from django.db import OperationalError, connection
 from django.utils import timezone
 
 from capture.session import session_key
-from memories.conversations import embed_messages, messages_awaiting_embedding
 from memories.models import Message
 from memoryhub.redis import redis_client
+from retrieval.message_vectors import embed_messages, messages_awaiting_embedding
 
 pytestmark = pytest.mark.django_db
 

@@ -7,10 +7,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from capture.tasks import embed_memories_task, sweep_embeddings
 from memories.models import Embedding, Memory
 from retrieval import embedders
 from retrieval.embedding import embedder_health
+from retrieval.tasks import embed_memories_task, sweep_embeddings
 from tests.support.openai_server import Fault
 
 

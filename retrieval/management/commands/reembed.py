@@ -7,10 +7,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from capture.tasks import reembed_project_task
 from memories.models import Project
 from retrieval import reembed
 from retrieval.embedding import vector_index_builds
+from retrieval.tasks import reembed_project_task
 
 
 def render_bar(done: int, total: int, started: float, width: int = 40) -> str:
