@@ -24,7 +24,7 @@ from capture.proposals import (
 )
 from capture.redaction import is_mostly_secret, redact
 from capture.text import clip
-from capture.window import render_window
+from conversations.window import render_window
 
 
 class ClassifierOutputError(ValueError):

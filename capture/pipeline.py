@@ -38,7 +38,7 @@ from capture.models import CaptureJob, JobStatus, Trigger
 from capture.observations import build_observation_messages, extract_observations, parse_observation_output
 from capture.proposals import ProposedMemory
 from capture.rules import extract_from_window
-from capture.window import clean_window
+from conversations.window import clean_window
 from retrieval.duplicates import NearDuplicateFinder
 from retrieval.llm import LLMError, complete, llm_configured
 

@@ -503,7 +503,7 @@ def extract_from_window(
     existing: Sequence[Known] = (),
     nearest: Callable[[str], str | None] | None = None,
 ) -> list[ProposedMemory]:
-    """Memories stated by the user in a cleaned window (see ``capture.window.clean_window``).
+    """Memories stated by the user in a cleaned window (see ``conversations.window.clean_window``).
 
     ``existing`` are the user's live memories: a change of mind supersedes the one it replaces
     (see ``capture.changes``); ``nearest`` optionally finds one by meaning.

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from ninja import Schema
 from pydantic import Field, StringConstraints
 
-from memories.conversations_api import ChatMessageIn
+from conversations.schemas import ChatMessageIn
 from memories.schemas import StrictSchema, UserId
 
 SessionId = Annotated[str, StringConstraints(max_length=255)]

@@ -23,8 +23,9 @@ from capture import selectors
 from capture.models import CaptureJob, JobStatus, Trigger
 from capture.observations import prepare_step_output
 from capture.proposals import ProposedMemory
-from capture.window import clean_window
-from memories import conversations
+from conversations import selectors as conversation_selectors
+from conversations import services as conversation_services
+from conversations.window import clean_window
 from memories.models import CapturePolicy, Memory, Project, Status
 from memories.services import MemoryDraft, memory_create, memory_supersede
 from memoryhub.errors import Conflict, Invalid, NotFound, PayloadTooLarge
@@ -65,16 +66,16 @@ def capture_submit(
     conversation's tail. An older ``turn`` job of the same session that has not started is
     coalesced into this one (its window merged in); ``compaction`` jobs never are.
     """
-    drafts = [conversations.message_draft(m) for m in messages]
-    conversations.validate_messages(drafts)
+    drafts = [conversation_services.message_draft(m) for m in messages]
+    conversation_services.validate_messages(drafts)
     with transaction.atomic(durable=True):
         conversation, window = None, [dict(m) for m in messages]
         if conversation_id is not None:
-            conversation = conversations.conversation_get(
+            conversation = conversation_selectors.conversation_get(
                 project=project, user_id=user_id, conversation_id=conversation_id
             )
-            conversations.messages_append(conversation=conversation, drafts=drafts)
-            window = conversations.conversation_tail(
+            conversation_services.messages_append(conversation=conversation, drafts=drafts)
+            window = conversation_selectors.conversation_tail(
                 conversation=conversation, limit=settings.MEMORYHUB_MAX_CAPTURE_MESSAGES
             )
             session_id = session_id or conversation.session_id

@@ -15,8 +15,8 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 
 from capture.api import router as capture_router
+from conversations.api import router as conversations_router
 from memories.api import router as memories_router
-from memories.conversations_api import router as conversations_router
 from memories.models import ApiKey
 from memories.scratchpad_api import router as scratchpad_router
 from memories.services import hash_api_key

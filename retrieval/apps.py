@@ -8,11 +8,12 @@ class RetrievalConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from memories import conversations, services
+        from conversations import services as conversation_services
+        from memories import services
         from retrieval.embedding import embed_now_or_later
         from retrieval.message_vectors import queue_for_embedding
 
         if embed_now_or_later not in services.after_content_change:
             services.after_content_change.append(embed_now_or_later)
-        if queue_for_embedding not in conversations.after_messages_stored:
-            conversations.after_messages_stored.append(queue_for_embedding)
+        if queue_for_embedding not in conversation_services.after_messages_stored:
+            conversation_services.after_messages_stored.append(queue_for_embedding)

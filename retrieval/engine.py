@@ -21,7 +21,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from django.db.models import Q
 
-from capture.window import clean_window, render_window
+from conversations.window import clean_window, render_window
 from memories.models import Memory, MemoryEdge, Project, Status
 from memories.schemas import memory_out
 from memories.selectors import memories_live, memories_visible, older_versions, with_relations

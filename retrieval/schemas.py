@@ -2,27 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from ninja import Schema
 from pydantic import Field, StringConstraints, model_validator
 
+from conversations.schemas import ChatMessageIn
 from memories.schemas import Category, KindName, MemoryOut, StrictSchema, UserId
 
 Text = Annotated[str, StringConstraints(max_length=32_000)]
 
 
-class ChatMessage(Schema):
-    # Agents send whatever their framework produces (tool calls, names, parts): keep
-    # extra keys; the window cleaner strips what retrieval must not see.
-    role: Annotated[str, StringConstraints(min_length=1, max_length=32)]
-    content: Any = None
-
-
 class RetrieveIn(StrictSchema):
     user_id: UserId
     query: Text | None = None
-    messages: list[ChatMessage] | None = Field(None, max_length=500)
+    messages: list[ChatMessageIn] | None = Field(None, max_length=500)
     turn_id: Annotated[str, StringConstraints(min_length=1, max_length=255)] | None = None
     limit: int = Field(10, ge=1, le=100)
     token_budget: int | None = Field(None, ge=0, le=100_000)

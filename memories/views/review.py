@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from capture.models import CaptureJob
-from capture.window import clean_window
+from conversations.window import clean_window
 from memories import services, ui_selectors
 from memories.forms import MemoryFieldsForm
 from memories.models import Memory, MemoryEdge, Role, Status

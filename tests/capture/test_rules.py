@@ -8,7 +8,7 @@ from capture.changes import Known
 from capture.proposals import ProposedMemory
 from capture.redaction import find_secrets
 from capture.rules import extract_from_window
-from capture.window import clean_window
+from conversations.window import clean_window
 
 CODING_SESSION = [
     {"role": "user", "content": "Hey! I'm Priya, and I'm a backend engineer at Northwind."},

@@ -1,6 +1,7 @@
 """The conversation endpoints of API.md: durable conversations and their messages.
 
-Schemas live here rather than in ``memories/schemas.py`` because they serve only this router.
+``ChatMessageIn`` (the message every endpoint that takes chat messages accepts) is in
+``conversations/schemas.py``; the other schemas serve only this router.
 """
 
 from __future__ import annotations
@@ -11,27 +12,16 @@ from typing import Annotated, Any
 from django.conf import settings
 from django.http import HttpRequest
 from ninja import Query, Router, Schema, Status
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import Field, StringConstraints
 
-from memories import conversations
+from conversations import selectors as conversation_selectors
+from conversations import services as conversation_services
+from conversations.schemas import ChatMessageIn
 from memories.models import Conversation, Message
 from memories.schemas import StrictSchema, UserId
 from memoryhub.auth import ERRORS, api_key
 
 router = Router(tags=["conversations"])
-
-
-class ChatMessageIn(BaseModel):
-    """One chat message as an agent framework sends it; other keys (``tool_calls``, ``name``…)
-    are kept as they are, and never reach the classifier."""
-
-    # A plain pydantic model: ninja's Schema reads input through attribute access, which
-    # would drop the extra keys this model exists to keep.
-    model_config = ConfigDict(extra="allow")
-
-    role: Annotated[str, StringConstraints(min_length=1, max_length=20)]
-    content: str | list[Any] | dict[str, Any] | None = None
-    correlation_id: Annotated[str, StringConstraints(max_length=100)] = ""
 
 
 class ConversationIn(StrictSchema):
@@ -100,18 +90,18 @@ def conversation_out(conversation: Conversation, messages: list[Message]) -> dic
 @router.post("/conversations", response={201: ConversationOut, **ERRORS})
 def create_conversation(request: HttpRequest, body: ConversationIn) -> Status[Any]:
     """Start a durable conversation."""
-    conversation = conversations.conversation_create(project=api_key(request).project, **body.model_dump())
+    conversation = conversation_services.conversation_create(project=api_key(request).project, **body.model_dump())
     return Status(201, conversation_out(conversation, []))
 
 
 @router.post("/conversations/{conversation_id}/messages", response={201: MessagesOut, **ERRORS})
 def add_messages(request: HttpRequest, conversation_id: str, body: MessagesIn) -> Status[Any]:
     """Append messages: stored in Postgres first, then cached in the session tail and embedded."""
-    conversation = conversations.conversation_get(
+    conversation = conversation_selectors.conversation_get(
         project=api_key(request).project, user_id=body.user_id, conversation_id=conversation_id
     )
-    drafts = [conversations.message_draft(m.model_dump(exclude_unset=True)) for m in body.messages]
-    messages = conversations.messages_add(conversation=conversation, drafts=drafts)
+    drafts = [conversation_services.message_draft(m.model_dump(exclude_unset=True)) for m in body.messages]
+    messages = conversation_services.messages_add(conversation=conversation, drafts=drafts)
     return Status(201, {"messages": [message_out(m) for m in messages]})
 
 
@@ -124,10 +114,10 @@ def get_conversation(
     limit: int = Query(200, ge=1, le=1000),  # type: ignore[type-arg]
 ) -> dict[str, Any]:
     """A conversation with its messages after seq ``after`` (oldest first, up to ``limit``)."""
-    conversation = conversations.conversation_get(
+    conversation = conversation_selectors.conversation_get(
         project=api_key(request).project, user_id=user_id, conversation_id=conversation_id
     )
-    messages = conversations.conversation_messages(conversation=conversation, after_seq=after, limit=limit)
+    messages = conversation_selectors.conversation_messages(conversation=conversation, after_seq=after, limit=limit)
     return conversation_out(conversation, messages)
 
 
@@ -139,8 +129,8 @@ def recent_messages(
     limit: int = Query(settings.MEMORYHUB_SESSION_MESSAGES, ge=1, le=1000),  # type: ignore[type-arg]
 ) -> dict[str, Any]:
     """The newest messages from the Redis session state (rebuilt from Postgres when lost)."""
-    conversation = conversations.conversation_get(
+    conversation = conversation_selectors.conversation_get(
         project=api_key(request).project, user_id=user_id, conversation_id=conversation_id
     )
-    messages, source = conversations.conversation_recent(conversation=conversation, limit=limit)
+    messages, source = conversation_selectors.conversation_recent(conversation=conversation, limit=limit)
     return {"messages": messages, "source": source}

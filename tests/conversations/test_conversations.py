@@ -8,7 +8,7 @@ import pytest
 from django.db import OperationalError, connection
 from django.utils import timezone
 
-from capture.session import session_key
+from conversations.session import session_key
 from memories.models import Message
 from memoryhub.redis import redis_client
 from retrieval.message_vectors import embed_messages, messages_awaiting_embedding

@@ -1,18 +1,17 @@
-"""Durable conversations and messages: services (writes) and selectors (reads).
+"""Durable conversations and messages: the writes (reads are in ``conversations.selectors``).
 
 Postgres is the record: a message is stored there first, in one transaction, or the
 request fails (503 when the database is down) with nothing half-stored. After commit each
-new message is appended to the conversation's Redis tail (``capture.session``) and queued
+new message is appended to the conversation's Redis tail (``conversations.session``) and queued
 for embedding; both are best-effort and repaired later (readers rebuild the tail, the
 sweeper embeds what was missed).
 
-``capture`` is imported lazily, like in ``memories.services``: the memory domain does not
-depend on the capture app at import time.
+Other apps act on new messages through ``after_messages_stored`` (retrieval embeds them):
+this package imports nothing above ``memories``.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,9 +21,12 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from conversations.selectors import message_state
+from conversations.session import session_append
+from conversations.window import clean_window
 from memories.models import Conversation, Message, Project
 from memories.services import validate_metadata
-from memoryhub.errors import Invalid, NotFound, PayloadTooLarge
+from memoryhub.errors import PayloadTooLarge
 
 # Hooks other apps register, called after commit with the new messages (retrieval queues
 # them for embedding: ``retrieval.message_vectors.queue_for_embedding``).
@@ -46,8 +48,6 @@ def message_draft(raw: Mapping[str, Any]) -> MessageDraft:
     if not isinstance(content, str):
         if content is not None:
             extra["content"] = content
-        from capture.window import clean_window
-
         flat = clean_window([{"role": "user", "content": content}])
         content = flat[0]["content"] if flat else ""
     return MessageDraft(
@@ -114,62 +114,6 @@ def messages_append(*, conversation: Conversation, drafts: Sequence[MessageDraft
 
 
 def _after_commit(conversation: Conversation, messages: list[Message]) -> None:
-    from capture.session import session_append
-
     session_append(conversation_id=conversation.pk, messages=[message_state(m) for m in messages])
     for hook in after_messages_stored:
         hook(messages)
-
-
-def message_state(message: Message) -> dict[str, Any]:
-    """The JSON a message is cached and windowed as: role and content plus its extra parts."""
-    return {**message.extra, "seq": message.seq, "role": message.role, "content": message.content}
-
-
-# --- selectors ---------------------------------------------------------------------
-
-
-def conversation_get(*, project: Project, user_id: str, conversation_id: Any) -> Conversation:
-    """A conversation of ``user_id`` in ``project``, or NotFound (also for malformed ids)."""
-    try:
-        pk = uuid.UUID(str(conversation_id))
-    except ValueError as error:
-        raise NotFound("conversation not found") from error
-    conversation = Conversation.objects.filter(project=project, user_id=user_id, pk=pk).first()
-    if conversation is None:
-        raise NotFound("conversation not found")
-    return conversation
-
-
-def conversation_messages(*, conversation: Conversation, after_seq: int = 0, limit: int = 200) -> list[Message]:
-    """Messages after ``after_seq``, oldest first."""
-    if after_seq < 0:
-        raise Invalid("after must not be negative", code="invalid_cursor")
-    return list(conversation.messages.filter(seq__gt=after_seq).order_by("seq")[:limit])
-
-
-def conversation_tail(*, conversation: Conversation, limit: int) -> list[dict[str, Any]]:
-    """The newest ``limit`` messages from Postgres as message states, oldest first."""
-    newest = conversation.messages.order_by("-seq")[:limit]
-    return [message_state(m) for m in reversed(list(newest))]
-
-
-def conversation_recent(*, conversation: Conversation, limit: int) -> tuple[list[dict[str, Any]], str]:
-    """The newest ``limit`` messages and where they came from (``"redis"`` or ``"database"``).
-
-    Reads the Redis tail; when Redis has lost it, rebuilds it from Postgres. A message
-    committed while rebuilding could be missing from the rebuilt tail, so the tail is
-    dropped again if the conversation grew meanwhile: the next reader rebuilds it.
-    """
-    from capture.session import session_recent, session_store
-
-    size = int(settings.MEMORYHUB_SESSION_MESSAGES)
-    cached = session_recent(conversation_id=conversation.pk, limit=min(limit, size))
-    if cached is not None:
-        return cached, "redis"
-    tail = conversation_tail(conversation=conversation, limit=size)
-    session_store(conversation_id=conversation.pk, messages=tail)
-    grown = conversation.messages.filter(seq__gt=tail[-1]["seq"] if tail else 0).exists()
-    if grown:
-        session_store(conversation_id=conversation.pk, messages=[])
-    return tail[-limit:], "database"

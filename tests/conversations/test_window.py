@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from capture.window import clean_window, render_window
+from conversations.window import clean_window, render_window
 
 
 def test_clean_window_keeps_only_user_and_assistant_text() -> None:
