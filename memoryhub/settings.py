@@ -124,6 +124,7 @@ INSTALLED_APPS = [
     "memories",
     "retrieval",
     "capture",
+    "evaluation",
 ]
 
 MIDDLEWARE = [

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from capture import evaluation
+from evaluation import capture as evaluation
 from memories.models import Project
 
 pytestmark = pytest.mark.django_db

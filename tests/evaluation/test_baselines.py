@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from retrieval.evaluation.baselines import BaselineError, baselines_for_corpus, compare, load_baselines
-from retrieval.evaluation.metrics import CaseResult, summarise
+from evaluation.baselines import BaselineError, baselines_for_corpus, compare, load_baselines
+from evaluation.metrics import CaseResult, summarise
 
 
 def _stats(n: int, r5: float, mrr: float) -> dict[str, float]:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from retrieval.evaluation.datasets import DatasetError, load_golden, load_locomo
+from evaluation.datasets import DatasetError, load_golden, load_locomo
 
 
 def _write(path: Path, records: list[dict[str, Any]]) -> Path:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.evaluation.datasets import GOLDEN_CATEGORIES, Case, CorpusItem, Dataset, load_golden
+from evaluation.datasets import GOLDEN_CATEGORIES, Case, CorpusItem, Dataset, load_golden
 
 EVAL_DIR = Path(__file__).resolve().parents[2] / "eval"
 TAXONOMY = {

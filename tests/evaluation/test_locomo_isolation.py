@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.evaluation.datasets import load_locomo
-from retrieval.management.commands.eval_retrieval import load_corpus
+from evaluation.datasets import load_locomo
+from evaluation.management.commands.eval_retrieval import load_corpus
 
 BENCHMARKS = Path(__file__).resolve().parents[3] / "shared" / "benchmarks"
 CORPUS = BENCHMARKS / "locomo_session_corpus.jsonl"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from retrieval.evaluation.metrics import (
+from evaluation.metrics import (
     GOLDEN_THRESHOLDS,
     CaseResult,
     all_at_k,

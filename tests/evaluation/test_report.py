@@ -7,9 +7,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from retrieval.evaluation.baselines import compare
-from retrieval.evaluation.metrics import CaseResult, summarise
-from retrieval.evaluation.report import render_html, write_json
+from evaluation.baselines import compare
+from evaluation.metrics import CaseResult, summarise
+from evaluation.report import render_html, write_json
 
 
 def _summary() -> dict[str, Any]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from evaluation.relevance_fit import CaseCandidates, SetCases, evaluate, fit
 from memories.models import Project
 from retrieval import embedders, relevance
-from retrieval.evaluation.relevance_fit import CaseCandidates, SetCases, evaluate, fit
 from retrieval.search import Candidate
 from tests.support.openai_server import Fault
 

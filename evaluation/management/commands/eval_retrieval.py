@@ -19,11 +19,11 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 from django.test import Client
 
+from evaluation import baselines, metrics, report
+from evaluation.datasets import Case, Dataset, load_golden, load_locomo
 from memories import services
 from memories.models import Memory, Project
 from retrieval.embedding import embed_memories
-from retrieval.evaluation import baselines, metrics, report
-from retrieval.evaluation.datasets import Case, Dataset, load_golden, load_locomo
 from retrieval.keyword_stats import settle_after_bulk_load
 
 EMBED_BATCH = 512
@@ -217,7 +217,7 @@ def _log_mlflow(name: str, run_info: dict[str, Any], summary: dict[str, Any]) ->
     """Log the run to MLflow when MLFLOW_TRACKING_URI is set and mlflow is installed (optional extra)."""
     if not os.environ.get("MLFLOW_TRACKING_URI"):
         return
-    import mlflow  # optional: pip install mlflow
+    import mlflow  # noqa: PLC0415 (optional: pip install mlflow)
 
     with mlflow.start_run(run_name=f"retrieval-{name}"):
         mlflow.log_params({k: v for k, v in run_info.items() if isinstance(v, str | int | float | bool)})

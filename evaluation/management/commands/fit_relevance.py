@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 from django.core.management.base import BaseCommand, CommandParser
-
-from retrieval.engine import RetrieveRequest, Trace, retrieve
-from retrieval.evaluation.datasets import Case, CorpusItem, Dataset
-from retrieval.evaluation.relevance_fit import CaseCandidates, SetCases, evaluate, fit, transfer_table
 from retrieval.management.commands.eval_retrieval import eval_project, load_dataset
+
+from evaluation.datasets import Case, CorpusItem, Dataset
+from evaluation.relevance_fit import CaseCandidates, SetCases, evaluate, fit, transfer_table
+from retrieval.engine import RetrieveRequest, Trace, retrieve
 from retrieval.relevance import FITTED
 
 HIKING_EXAMPLE = "Enjoys hiking in the mountains on weekends."

@@ -21,7 +21,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from retrieval.evaluation.metrics import CaseResult
+from evaluation.metrics import CaseResult
 
 GOLDEN_CATEGORIES: tuple[str, ...] = (
     "paraphrase",

@@ -7,8 +7,8 @@ and hands the results to ``summarise``, ``compare`` and ``render_html``.
 
 from __future__ import annotations
 
-from retrieval.evaluation.baselines import baselines_for_corpus, compare, load_baselines
-from retrieval.evaluation.datasets import (
+from evaluation.baselines import baselines_for_corpus, compare, load_baselines
+from evaluation.datasets import (
     Case,
     ChatMessage,
     CorpusItem,
@@ -18,7 +18,7 @@ from retrieval.evaluation.datasets import (
     load_golden,
     load_locomo,
 )
-from retrieval.evaluation.metrics import (
+from evaluation.metrics import (
     GOLDEN_THRESHOLDS,
     CaseResult,
     all_at_k,
@@ -30,7 +30,7 @@ from retrieval.evaluation.metrics import (
     recall_at_k,
     summarise,
 )
-from retrieval.evaluation.report import render_html, write_json
+from evaluation.report import render_html, write_json
 
 __all__ = [
     "GOLDEN_THRESHOLDS",

@@ -1,7 +1,7 @@
 """python manage.py eval_capture: what capture writes, measured on hand-written conversations.
 
 Runs every case of ``eval/capture/cases.jsonl`` through the real capture pipeline (see
-``capture.evaluation``) on one path: ``rules`` (no LLM, whatever is configured) or ``llm``
+``evaluation.capture``) on one path: ``rules`` (no LLM, whatever is configured) or ``llm``
 (the configured ``MEMORYHUB_LLM_BASE_URL`` / ``OPENAI_API_KEY``). Prints a table of the
 figures for the whole set, the tune split and the held-out split, and writes every figure
 and every case's details to ``<report-dir>/capture-<path>.json``.
@@ -18,7 +18,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.test import override_settings
 
-from capture import evaluation
+from evaluation import capture as evaluation
 from retrieval.llm import llm_configured
 
 NO_LLM = (

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from retrieval.evaluation.metrics import baseline_groups
+from evaluation.metrics import baseline_groups
 
 
 class BaselineError(ValueError):

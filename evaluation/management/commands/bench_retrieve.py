@@ -29,13 +29,13 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection, transaction
 from pgvector import Vector
 
+from evaluation.synthetic import synthetic_sentences
 from memories import services
 from memories.models import Embedding, EmbeddingStatus, Memory, Project
 from retrieval.embedders import LOCAL_MODEL_NAME, embedder_for_model
 from retrieval.embedding import embed_texts
 from retrieval.keyword_stats import refresh_keyword_stats, settle_after_bulk_load
 from retrieval.search import HNSW_EF_SEARCH, set_search_settings
-from retrieval.synthetic import synthetic_sentences
 
 USERS = 10
 
@@ -59,7 +59,7 @@ class Command(BaseCommand):
         scenarios: list[tuple[str, dict[str, str]]] = [("hyde_off", {})]
         stub = None
         if not options["no_hyde_stub"]:
-            from tests.support.openai_server import FakeOpenAI  # the loopback stub the tests use
+            from tests.support.openai_server import FakeOpenAI  # noqa: PLC0415 (the tests' loopback stub, unless --no-hyde-stub)
 
             stub = FakeOpenAI().start()
             stub.default_chat = "The user prefers PostgreSQL.\nThe team decided to use Celery."
