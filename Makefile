@@ -35,6 +35,7 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	MEMORYHUB_NO_SERVERS=1 $(VENV)/bin/mypy .
+	$(VENV)/bin/lint-imports
 
 format: install
 	$(VENV)/bin/ruff format .

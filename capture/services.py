@@ -23,6 +23,7 @@ from capture import selectors
 from capture.models import CaptureJob, JobStatus, Trigger
 from capture.observations import prepare_step_output
 from capture.proposals import ProposedMemory
+from capture.redaction import redact
 from conversations import selectors as conversation_selectors
 from conversations import services as conversation_services
 from conversations.window import clean_window
@@ -353,8 +354,6 @@ def memory_source(job: CaptureJob, proposal: ProposedMemory) -> dict[str, Any]:
 
 
 def _last_user_text(job: CaptureJob) -> str:
-    from capture.redaction import redact
-
     users = [m["content"] for m in clean_window(job.window) if m["role"] == "user"]
     return redact(users[-1][:EXCERPT_CHARS])[0] if users else ""
 

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -37,6 +38,7 @@ from memories.models import (
     Status,
     Team,
 )
+from memories.selectors import memory_get_visible
 from memoryhub.errors import Conflict, Invalid, NotFound, PayloadTooLarge
 
 # Fields a revision snapshots, and the ones an edit may change.
@@ -339,8 +341,6 @@ def memory_restore(*, memory: Memory, actor: str, reason: str = "") -> Memory:
 
 
 def _link_related(memory: Memory, related: Iterable[tuple[str, str]], *, actor: str) -> None:
-    from memories.selectors import memory_get_visible
-
     for target_id, relationship in related:
         target = memory_get_visible(project=memory.project, user_id=memory.user_id, memory_id=target_id)
         _create_edge(memory, target, relationship=relationship, actor=actor)
@@ -478,8 +478,6 @@ def _keep_an_admin(membership: Membership) -> None:
 
 def membership_add(*, team: Team, username: str, role: str) -> Membership:
     """Make an existing Django user a member of ``team`` with ``role``."""
-    from django.contrib.auth import get_user_model
-
     _check_role(role)
     user = get_user_model().objects.filter(username=username.strip()).first()
     if user is None:

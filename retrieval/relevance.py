@@ -34,8 +34,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from retrieval.embedders import embedder_for_model
-from retrieval.embedding import embed_texts
+from retrieval.embedders import EmbedderError, embedder_for_model
+from retrieval.embedding import default_model_name, embed_texts
 from retrieval.search import Candidate
 
 BACKGROUND_PATH = Path(__file__).parent / "data" / "background_memories.txt"
@@ -129,9 +129,6 @@ def _background_vectors(model: str) -> npt.NDArray[np.float32]:
 
 def warm_up() -> None:
     """Embed the background memories for the default model now, not in the first request."""
-    from retrieval.embedders import EmbedderError
-    from retrieval.embedding import default_model_name
-
     with contextlib.suppress(EmbedderError):  # the first request tries again (and degrades if it must)
         _background_vectors(default_model_name())
 
