@@ -125,6 +125,7 @@ INSTALLED_APPS = [
     "retrieval",
     "capture",
     "evaluation",
+    "ui",
 ]
 
 MIDDLEWARE = [

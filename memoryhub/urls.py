@@ -19,5 +19,5 @@ urlpatterns = [
     path("api/v1/", api.urls),
     re_path(r"^api/v1/(?P<rest>.*)$", api_not_found),
     path("admin/", admin.site.urls),
-    path("", include("memories.urls")),
+    path("", include("ui.urls")),
 ]

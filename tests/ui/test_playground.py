@@ -9,10 +9,10 @@ import pytest
 
 from memories import services
 from memories.models import Memory, Project
-from memories.views.playground import parse_conversation
 from retrieval.keyword_stats import refresh_keyword_stats
 from retrieval.models import RetrievalLog
 from tests.ui.test_browser import sign_in
+from ui.views.playground import parse_conversation
 
 DEPLOY = "Alice deploys the billing service with Kubernetes."
 FACTS = [

@@ -309,7 +309,7 @@ def test_a_valid_proposed_supersedes_links_to_the_old_memory(client_as, memory_f
 
 
 def test_bulk_approve_skips_memories_another_reviewer_already_approved(client_as, memory_factory, project, monkeypatch):
-    from memories.views import review
+    from ui.views import review
 
     old = memory_factory("The user lives in Paris.")
     ahead = memory_factory("Approved before the page was sent.", status=Status.PENDING_REVIEW)

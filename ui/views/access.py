@@ -28,8 +28,8 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django_htmx.http import HttpResponseClientRedirect
 
 from memories.models import Role
-from memories.ui_selectors import ROLE_RANK, Access, project_access
 from memoryhub.errors import DomainError
+from ui.selectors import ROLE_RANK, Access, project_access
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 

@@ -10,11 +10,14 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from memories import services, ui_selectors
-from memories.forms import ApiKeyForm, MemberAddForm, MemberRoleForm, ProjectSettingsForm
+from memories import services
 from memories.models import ApiKey, Role
-from memories.views.access import Access, done, is_htmx, page_context, project_view, refuse
 from memoryhub.errors import DomainError
+from retrieval.embedding import active_model
+from retrieval.reembed import get_progress
+from ui import selectors as ui_selectors
+from ui.forms import ApiKeyForm, MemberAddForm, MemberRoleForm, ProjectSettingsForm
+from ui.views.access import Access, done, is_htmx, page_context, project_view, refuse
 
 
 def _keys_context(access: Access, **extra: Any) -> dict[str, Any]:
@@ -26,16 +29,16 @@ def _keys_context(access: Access, **extra: Any) -> dict[str, Any]:
 def api_keys(request: HttpRequest, access: Access) -> HttpResponse:
     """List keys; POST creates one and shows its plain value once, on this answer only."""
     if request.method != "POST":
-        return render(request, "memories/keys.html", _keys_context(access))
+        return render(request, "ui/keys.html", _keys_context(access))
     form = ApiKeyForm(request.POST)
     if not form.is_valid():
-        return render(request, "memories/keys.html", _keys_context(access, form=form), status=422)
+        return render(request, "ui/keys.html", _keys_context(access, form=form), status=422)
     key, plain = services.api_key_create(
         project=access.project, name=form.cleaned_data["name"], created_by=request.user
     )
     context = _keys_context(access, new_key=key, plain_key=plain)
     # The plain key must never be cached or replayed from history.
-    response = render(request, "memories/keys.html#keys" if is_htmx(request) else "memories/keys.html", context)
+    response = render(request, "ui/keys.html#keys" if is_htmx(request) else "ui/keys.html", context)
     response["Cache-Control"] = "no-store"
     return response
 
@@ -45,18 +48,16 @@ def api_keys(request: HttpRequest, access: Access) -> HttpResponse:
 def api_key_revoke(request: HttpRequest, access: Access, key_id: int) -> HttpResponse:
     """Revoke a key: requests with it answer 401 from now on."""
     key = ApiKey.objects.filter(project=access.project, pk=key_id).first()
-    back = reverse("memories:keys", args=[access.project.slug])
+    back = reverse("ui:keys", args=[access.project.slug])
     if key is None:
         return refuse(request, "No such key.", back=back, status=404)
     services.api_key_revoke(key=key)
     if not is_htmx(request):
         return done(request, f"Key {key.prefix}… revoked.", back=back)
-    return render(request, "memories/keys.html#keys", _keys_context(access, notice=f"Key {key.prefix}… revoked."))
+    return render(request, "ui/keys.html#keys", _keys_context(access, notice=f"Key {key.prefix}… revoked."))
 
 
 def _reembed_progress(project_id: int) -> dict[str, Any] | None:
-    from retrieval.reembed import get_progress
-
     # Progress lives in Redis; the page still works when Redis does not answer.
     with contextlib.suppress(Exception):
         return get_progress(project_id)
@@ -64,8 +65,6 @@ def _reembed_progress(project_id: int) -> dict[str, Any] | None:
 
 
 def _settings_context(access: Access, form: ProjectSettingsForm, **extra: Any) -> dict[str, Any]:
-    from retrieval.embedding import active_model
-
     return page_context(
         access,
         form=form,
@@ -81,17 +80,15 @@ def project_settings(request: HttpRequest, access: Access) -> HttpResponse:
     """Every member sees the settings; admins change them."""
     initial = ProjectSettingsForm.initial_for(access.project)
     if request.method != "POST":
-        return render(
-            request, "memories/settings.html", _settings_context(access, ProjectSettingsForm(initial=initial))
-        )
+        return render(request, "ui/settings.html", _settings_context(access, ProjectSettingsForm(initial=initial)))
     form = ProjectSettingsForm(request.POST, initial=initial)
     if form.is_valid():
         try:
             services.project_settings_update(project=access.project, changes=form.cleaned_data)
-            return done(request, "Settings saved.", back=reverse("memories:settings", args=[access.project.slug]))
+            return done(request, "Settings saved.", back=reverse("ui:settings", args=[access.project.slug]))
         except DomainError as error:
             form.add_error(None, error.message)
-    return render(request, "memories/settings.html", _settings_context(access, form), status=422)
+    return render(request, "ui/settings.html", _settings_context(access, form), status=422)
 
 
 def _members_context(access: Access, **extra: Any) -> dict[str, Any]:
@@ -103,16 +100,16 @@ def _members_context(access: Access, **extra: Any) -> dict[str, Any]:
 def members(request: HttpRequest, access: Access) -> HttpResponse:
     """The team's members; admins add people by username with a role."""
     if request.method != "POST":
-        return render(request, "memories/members.html", _members_context(access))
+        return render(request, "ui/members.html", _members_context(access))
     form = MemberAddForm(request.POST)
     if form.is_valid():
         try:
             services.membership_add(team=access.project.team, **form.cleaned_data)
-            back = reverse("memories:members", args=[access.project.slug])
+            back = reverse("ui:members", args=[access.project.slug])
             return done(request, f"{form.cleaned_data['username']} added.", back=back)
         except DomainError as error:
             form.add_error("username" if error.code == "unknown_user" else None, error.message)
-    return render(request, "memories/members.html", _members_context(access, add_form=form), status=422)
+    return render(request, "ui/members.html", _members_context(access, add_form=form), status=422)
 
 
 @project_view(Role.ADMIN)
@@ -122,7 +119,7 @@ def member_change(request: HttpRequest, access: Access, membership_id: int, acti
     if action not in ("role", "remove"):
         raise Http404("no such action")
     membership = ui_selectors.membership_in_team(project=access.project, membership_id=membership_id)
-    back = reverse("memories:members", args=[access.project.slug])
+    back = reverse("ui:members", args=[access.project.slug])
     name = membership.user.get_username()
     try:
         if action == "remove":

@@ -7,8 +7,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from memories import ui_selectors
-from memories.views.access import Access, page_context, project_view
+from ui import selectors as ui_selectors
+from ui.views.access import Access, page_context, project_view
 
 
 def _end_user(request: HttpRequest, access: Access, users: list[str]) -> str:
@@ -21,9 +21,9 @@ def graph_page(request: HttpRequest, access: Access) -> HttpResponse:
     """Choose an end user; the script fetches their graph and lays it out."""
     users = ui_selectors.end_users(project=access.project)
     user_id = _end_user(request, access, users)
-    data_url = reverse("memories:graph_data", args=[access.project.slug])
+    data_url = reverse("ui:graph_data", args=[access.project.slug])
     context = page_context(access, users=users, user_id=user_id, data_url=data_url, nav="graph")
-    return render(request, "memories/graph.html", context)
+    return render(request, "ui/graph.html", context)
 
 
 @project_view()
@@ -31,7 +31,7 @@ def graph_data(request: HttpRequest, access: Access) -> JsonResponse:
     """Nodes and edges of the end user's visible memories (project-scope ones included)."""
     user_id = request.GET.get("user", "").strip()
     data = ui_selectors.graph_data(project=access.project, user_id=user_id) if user_id else {"nodes": [], "edges": []}
-    base = reverse("memories:memory", args=[access.project.slug, "00000000-0000-0000-0000-000000000000"])
+    base = reverse("ui:memory", args=[access.project.slug, "00000000-0000-0000-0000-000000000000"])
     for node in data["nodes"]:
         node["url"] = base.replace("00000000-0000-0000-0000-000000000000", node["id"])
         node["label"] = node.pop("content")[:140]

@@ -16,15 +16,15 @@ from django import forms
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from memories import ui_selectors
 from memories.models import Memory, Project
-from memories.views.access import Access, is_htmx, page_context, project_view
 from retrieval.engine import RetrieveRequest, Trace, default_min_score, retrieve
 from retrieval.llm import llm_configured
 from retrieval.relevance import Evidence
 from retrieval.search import Candidate
+from ui import selectors as ui_selectors
+from ui.views.access import Access, is_htmx, page_context, project_view
 
-TEMPLATE = "memories/playground.html"
+TEMPLATE = "ui/playground.html"
 ROLE_LINE = re.compile(r"^\s*(user|assistant)\s*:\s?(.*)$", re.IGNORECASE)
 HYDE_CHOICES = [("", "Project default"), ("on", "On"), ("off", "Off")]
 

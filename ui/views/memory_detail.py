@@ -11,14 +11,15 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from memories import selectors, services, ui_selectors
-from memories.forms import LinkForm, MemoryFieldsForm
+from memories import selectors, services
 from memories.models import Memory, Role, Status
-from memories.views.access import Access, done, is_htmx, next_url, page_context, project_view, refuse
-from memories.views.diffing import revision_view
 from memoryhub.errors import DomainError
+from ui import selectors as ui_selectors
+from ui.forms import LinkForm, MemoryFieldsForm
+from ui.views.access import Access, done, is_htmx, next_url, page_context, project_view, refuse
+from ui.views.diffing import revision_view
 
-TEMPLATE = "memories/memory.html"
+TEMPLATE = "ui/memory.html"
 STATUS_ACTIONS = {
     "approve": services.memory_approve,
     "archive": services.memory_archive,
@@ -28,7 +29,7 @@ STATUS_ACTIONS = {
 
 
 def memory_url(memory: Memory) -> str:
-    return reverse("memories:memory", args=[memory.project.slug, memory.pk])
+    return reverse("ui:memory", args=[memory.project.slug, memory.pk])
 
 
 def fields_form(memory: Memory, data: Any = None) -> MemoryFieldsForm:
@@ -123,7 +124,7 @@ def _status_response(request: HttpRequest, access: Access, memory: Memory, text:
         return done(request, text, back=next_url(request, memory_url(memory)))
     if view == "row":
         return render(
-            request, "memories/list.html#row", page_context(access, memory=memory, here=request.POST.get("next", ""))
+            request, "ui/list.html#row", page_context(access, memory=memory, here=request.POST.get("next", ""))
         )
     return render_detail(request, detail_context(access, memory, notice=text))
 

@@ -7,7 +7,7 @@ from typing import Any
 from django import forms
 
 from memories.models import CapturePolicy, Kind, Project, Relationship, Role, Scope, Status
-from memories.ui_selectors import SORTS, ListFilters
+from ui.selectors import SORTS, ListFilters
 
 SORT_LABELS = {
     "newest": "Newest first",

@@ -10,14 +10,15 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from memories import services, ui_selectors
-from memories.forms import BulkForm, MemoryFilterForm
+from memories import services
 from memories.models import Memory, Role, Status
-from memories.views.access import Access, done, is_htmx, next_url, page_context, project_view, query_of, refuse
 from memoryhub.errors import DomainError
+from ui import selectors as ui_selectors
+from ui.forms import BulkForm, MemoryFilterForm
+from ui.views.access import Access, done, is_htmx, next_url, page_context, project_view, query_of, refuse
 
 PAGE_SIZE = 25
-TEMPLATE = "memories/list.html"
+TEMPLATE = "ui/list.html"
 
 
 def list_context(request: HttpRequest, access: Access, query: QueryDict) -> dict[str, Any]:
@@ -30,7 +31,7 @@ def list_context(request: HttpRequest, access: Access, query: QueryDict) -> dict
     filters = form.filters()
     queryset = ui_selectors.memories_for_project(project=access.project, filters=filters)
     page = Paginator(queryset, PAGE_SIZE).get_page(query.get("page"))
-    list_url = reverse("memories:list", args=[access.project.slug])
+    list_url = reverse("ui:list", args=[access.project.slug])
     around = (
         {}
         if is_htmx(request)
@@ -82,7 +83,7 @@ def _apply(access: Access, memory: Memory, action: str, category: str) -> bool:
 @require_POST
 def memory_bulk(request: HttpRequest, access: Access) -> HttpResponse:
     """Approve, archive, delete or re-categorise the ticked memories, then show the list again."""
-    back = next_url(request, reverse("memories:list", args=[access.project.slug]))
+    back = next_url(request, reverse("ui:list", args=[access.project.slug]))
     form = BulkForm(request.POST, project=access.project)
     if not form.is_valid():
         return refuse(request, "Choose an action.", back=back, status=422)

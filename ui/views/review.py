@@ -15,13 +15,14 @@ from django.views.decorators.http import require_POST
 
 from capture.models import CaptureJob
 from conversations.window import clean_window
-from memories import services, ui_selectors
-from memories.forms import MemoryFieldsForm
+from memories import services
 from memories.models import Memory, MemoryEdge, Role, Status
-from memories.views.access import Access, done, is_htmx, page_context, project_view, refuse
 from memoryhub.errors import DomainError
+from ui import selectors as ui_selectors
+from ui.forms import MemoryFieldsForm
+from ui.views.access import Access, done, is_htmx, page_context, project_view, refuse
 
-TEMPLATE = "memories/review.html"
+TEMPLATE = "ui/review.html"
 REJECT_REASON = "rejected in review"
 EXCERPT_MESSAGES = 6
 EXCERPT_CHARS = 600
@@ -99,7 +100,7 @@ def review_queue(request: HttpRequest, access: Access) -> HttpResponse:
 
 
 def _answer(request: HttpRequest, access: Access, text: str) -> HttpResponse:
-    back = reverse("memories:review", args=[access.project.slug])
+    back = reverse("ui:review", args=[access.project.slug])
     if not is_htmx(request):
         return done(request, text, back=back)
     # The card disappears (empty body); the count and the notice update out of band.
@@ -112,7 +113,7 @@ def _answer(request: HttpRequest, access: Access, text: str) -> HttpResponse:
 def review_approve(request: HttpRequest, access: Access, memory_id: str) -> HttpResponse:
     """Approve, saving the edits first when the form carried any (edit-then-approve)."""
     memory = ui_selectors.memory_in_project(project=access.project, memory_id=memory_id, with_deleted=False)
-    back = reverse("memories:review", args=[access.project.slug])
+    back = reverse("ui:review", args=[access.project.slug])
     if memory.status != Status.PENDING_REVIEW:
         return refuse(request, "This memory is no longer waiting for review.", back=back, status=409)
     try:
@@ -138,7 +139,7 @@ def review_reject(request: HttpRequest, access: Access, memory_id: str) -> HttpR
     """Reject: a soft delete with the reason "rejected in review"."""
     memory = ui_selectors.memory_in_project(project=access.project, memory_id=memory_id, with_deleted=False)
     if memory.status != Status.PENDING_REVIEW:
-        back = reverse("memories:review", args=[access.project.slug])
+        back = reverse("ui:review", args=[access.project.slug])
         return refuse(request, "This memory is no longer waiting for review.", back=back, status=409)
     services.memory_delete(memory=memory, actor=access.actor, reason=REJECT_REASON)
     return _answer(request, access, "Rejected.")
@@ -148,7 +149,7 @@ def review_reject(request: HttpRequest, access: Access, memory_id: str) -> HttpR
 @require_POST
 def review_bulk(request: HttpRequest, access: Access) -> HttpResponse:
     """Approve or reject every ticked memory that is still waiting."""
-    back = reverse("memories:review", args=[access.project.slug])
+    back = reverse("ui:review", args=[access.project.slug])
     action = request.POST.get("action")
     if action not in ("approve", "reject"):
         return refuse(request, "Choose approve or reject.", back=back, status=422)

@@ -11,10 +11,10 @@ from django.views.decorators.http import require_POST
 from capture import selectors as capture_selectors
 from capture import services as capture_services
 from capture.models import JobStatus
-from memories import ui_selectors
 from memories.models import Role
-from memories.views.access import Access, done, is_htmx, next_url, page_context, project_view, refuse
 from memoryhub.errors import DomainError, NotFound
+from ui import selectors as ui_selectors
+from ui.views.access import Access, done, is_htmx, next_url, page_context, project_view, refuse
 
 PAGE_SIZE = 50
 CHART_POINTS = 200
@@ -24,7 +24,7 @@ CHART_POINTS = 200
 def dashboard(request: HttpRequest, access: Access) -> HttpResponse:
     """Counts by status and category, captures and retrievals per day, retrieval latency."""
     stats = ui_selectors.dashboard(project=access.project)
-    return render(request, "memories/dashboard.html", page_context(access, stats=stats, nav="dashboard"))
+    return render(request, "ui/dashboard.html", page_context(access, stats=stats, nav="dashboard"))
 
 
 @project_view()
@@ -35,7 +35,7 @@ def capture_jobs(request: HttpRequest, access: Access) -> HttpResponse:
     queryset = ui_selectors.capture_jobs(project=access.project, status=status)
     page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
     context = page_context(access, page=page, status=status, statuses=JobStatus.choices, nav="captures")
-    template = "memories/captures.html#jobs" if is_htmx(request) else "memories/captures.html"
+    template = "ui/captures.html#jobs" if is_htmx(request) else "ui/captures.html"
     return render(request, template, context)
 
 
@@ -47,14 +47,14 @@ def capture_retry(request: HttpRequest, access: Access, job_id: str) -> HttpResp
         job = capture_selectors.capture_job_get(project=access.project, job_id=job_id)
     except NotFound as error:
         raise Http404(error.message) from error
-    back = next_url(request, reverse("memories:captures", args=[access.project.slug]))
+    back = next_url(request, reverse("ui:captures", args=[access.project.slug]))
     try:
         job = capture_services.capture_job_retry(job=job)
     except DomainError as error:
         return refuse(request, error, back=back)
     if not is_htmx(request):
         return done(request, "Queued again.", back=back)
-    return render(request, "memories/captures.html#job", page_context(access, job=job, here=back))
+    return render(request, "ui/captures.html#job", page_context(access, job=job, here=back))
 
 
 @project_view()
@@ -63,7 +63,7 @@ def retrieval_log(request: HttpRequest, access: Access) -> HttpResponse:
     queryset = ui_selectors.retrieval_logs(project=access.project)
     page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
     if is_htmx(request):
-        return render(request, "memories/retrievals.html#logs", page_context(access, page=page))
+        return render(request, "ui/retrievals.html#logs", page_context(access, page=page))
     recent = list(queryset.values("created_at", "latency_ms", "cached")[:CHART_POINTS])[::-1]
     context = page_context(access, page=page, recent=recent, nav="retrievals")
-    return render(request, "memories/retrievals.html", context)
+    return render(request, "ui/retrievals.html", context)

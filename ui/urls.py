@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from memories.views import admin, graph, home, memory_detail, memory_list, operations, playground, review
+from ui.views import admin, graph, home, memory_detail, memory_list, operations, playground, review
 
-app_name = "memories"
+app_name = "ui"
 
 P = "p/<slug:slug>/"
 M = P + "memories/<uuid:memory_id>/"
@@ -16,7 +16,7 @@ urlpatterns = [
     path("", home.home, name="home"),
     path(
         "accounts/login/",
-        auth_views.LoginView.as_view(template_name="memories/login.html", redirect_authenticated_user=True),
+        auth_views.LoginView.as_view(template_name="ui/login.html", redirect_authenticated_user=True),
         name="login",
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -5,12 +5,12 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from memories import ui_selectors
-from memories.views.access import signed_in
+from ui import selectors as ui_selectors
+from ui.views.access import signed_in
 
 
 @signed_in
 def home(request: HttpRequest) -> HttpResponse:
     """Teams the person belongs to, each with its projects and the person's role."""
     memberships = ui_selectors.memberships_for(user=request.user)  # type: ignore[arg-type]
-    return render(request, "memories/home.html", {"memberships": memberships})
+    return render(request, "ui/home.html", {"memberships": memberships})
