@@ -228,6 +228,8 @@ class Run:
     job_status: str
     job_error: str
     extractor: str
+    attempts: int = 1  # more than one: an attempt failed (with an LLM, an answer with no usable JSON)
+    items_rejected: int = 0  # proposed items validation refused (invented ids, labels off the taxonomy…)
 
 
 def fresh_projects() -> None:
@@ -288,6 +290,8 @@ def run_case(case: Case, *, project: Project, ids: dict[str, str]) -> Run:
         job_status=job.status,
         job_error=job.error,
         extractor=str(job.payload.get("extractor", "")),
+        attempts=job.attempts,
+        items_rejected=len(job.payload.get("rejected") or []),
     )
 
 
@@ -472,7 +476,15 @@ def summarise(scores: Sequence[Score]) -> dict[str, Any]:
         "nothing_correct": sum(not s.run.produced for s in nothing),
         "jobs_failed": sum(s.run.job_status != JobStatus.DONE for s in scores),
         "jobs_per_second": round(len(scores) / seconds, 1) if seconds else None,
+        "job_seconds_p50": _percentile([s.run.seconds for s in scores], 50),
+        "job_seconds_p95": _percentile([s.run.seconds for s in scores], 95),
+        "first_attempt_usable": _ratio(sum(s.run.attempts == 1 for s in scores), len(scores)),
+        "items_rejected": sum(s.run.items_rejected for s in scores),
     }
+
+
+def _percentile(values: Sequence[float], q: float) -> float | None:
+    return round(float(np.percentile(values, q)), 2) if values else None
 
 
 def report(scores: Sequence[Score], *, threshold: float = MATCH_THRESHOLD) -> dict[str, Any]:
@@ -494,7 +506,14 @@ def case_details(score: Score) -> dict[str, Any]:
         "id": case.id,
         "domain": case.domain,
         "split": case.split,
-        "job": {"status": run.job_status, "error": run.job_error, "extractor": run.extractor},
+        "job": {
+            "status": run.job_status,
+            "error": run.job_error,
+            "extractor": run.extractor,
+            "attempts": run.attempts,
+            "items_rejected": run.items_rejected,
+            "seconds": round(run.seconds, 2),
+        },
         "expected": [
             {
                 "fact": e.facts[0],
@@ -546,6 +565,10 @@ ROWS = (
     ("'nothing' cases empty", "nothing"),
     ("failed jobs", "jobs_failed"),
     ("jobs per second", "jobs_per_second"),
+    ("job seconds p50", "job_seconds_p50"),
+    ("job seconds p95", "job_seconds_p95"),
+    ("first attempt usable", "first_attempt_usable"),
+    ("items rejected", "items_rejected"),
 )
 
 
