@@ -31,7 +31,8 @@ from capture.proposals import KINDS, SCOPES
 from memories.models import DEFAULT_TAXONOMY, Memory, MemoryEdge, Project
 from memories.services import MemoryDraft, memory_create, project_get_or_create
 from retrieval.embedders import LOCAL_MODEL_NAME, embedder_for_model
-from retrieval.embedding import embed_memories, embed_texts
+from retrieval.memory_vectors import embed_memories
+from retrieval.vector_cache import embed_texts
 
 # Checked by hand on 42 labelled pairs (eval/capture/threshold_pairs.jsonl, DECISIONS.md): at 0.65,
 # 18 of 20 paraphrases match (the 2 others by negation wording) and 4 of 22 different facts do;

@@ -34,7 +34,7 @@ def post_worker_init(worker: Any) -> None:
     Both take about a second to load; without this the first retrieve a worker
     serves pays for it.
     """
-    from retrieval.embedding import embedder_health
+    from retrieval.embedders import embedder_health
     from retrieval.relevance import warm_up
     from retrieval.tokens import count_tokens
 

@@ -41,7 +41,7 @@ def broker_status() -> str:
 
 
 def embedder_status() -> str:
-    from retrieval.embedding import embedder_health
+    from retrieval.embedders import embedder_health
 
     return embedder_health()
 

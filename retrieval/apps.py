@@ -10,7 +10,7 @@ class RetrievalConfig(AppConfig):
     def ready(self) -> None:
         from conversations import services as conversation_services
         from memories import services
-        from retrieval.embedding import embed_now_or_later
+        from retrieval.memory_vectors import embed_now_or_later
         from retrieval.message_vectors import queue_for_embedding
 
         if embed_now_or_later not in services.after_content_change:

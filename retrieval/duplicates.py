@@ -15,7 +15,8 @@ from pgvector.django import CosineDistance
 from memories.models import Embedding, Project
 from memories.selectors import LIVE_STATUSES, visible_q
 from retrieval.embedders import EmbedderError, embedder_for_model
-from retrieval.embedding import active_model, embed_texts
+from retrieval.memory_vectors import active_model
+from retrieval.vector_cache import embed_texts
 
 NEAR_DUPLICATE_SIMILARITY = 0.95
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -441,3 +442,21 @@ def _openai_embedder_from_settings(model: str) -> OpenAIEmbedder:
         timeout=float(settings.MEMORYHUB_EMBED_TIMEOUT),
         dimension=int(dimension) if dimension else None,
     )
+
+
+_health: tuple[float, str] = (0.0, "")
+
+
+def embedder_health() -> str:
+    """``ok`` when the configured embedder answers; otherwise what is wrong (cached 30 s)."""
+    global _health
+    checked_at, status = _health
+    if time.monotonic() - checked_at < 30 and status:
+        return status
+    try:
+        get_embedder().embed(["health check"])
+        status = "ok"
+    except Exception as error:  # any failure is a status to show, not to raise
+        status = f"error: {error}"[:200]
+    _health = (time.monotonic(), status)
+    return status

@@ -28,12 +28,13 @@ from memories.selectors import memories_live, memories_visible, older_versions, 
 from memoryhub.errors import RateLimited
 from retrieval import cache, calibration, judge, relevance
 from retrieval.embedders import Embedder, EmbedderError, embedder_for_model
-from retrieval.embedding import active_model, embed_texts
 from retrieval.hyde import build_hyde_messages, parse_hypotheses
 from retrieval.llm import LLMError, complete, llm_configured
+from retrieval.memory_vectors import active_model
 from retrieval.models import RetrievalLog
 from retrieval.packing import PackItem, pack
 from retrieval.search import Candidate, SearchParams, hybrid_search
+from retrieval.vector_cache import embed_texts
 
 log = logging.getLogger(__name__)
 

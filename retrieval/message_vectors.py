@@ -9,8 +9,9 @@ from datetime import datetime
 
 from memories.models import Message
 from retrieval.embedders import embedder_for_model
-from retrieval.embedding import active_model, embed_texts
+from retrieval.memory_vectors import active_model
 from retrieval.queueing import queue_message_embedding
+from retrieval.vector_cache import embed_texts
 
 # Only these roles are embedded; system and tool messages are not searched by meaning.
 EMBEDDED_ROLES = ("user", "assistant")

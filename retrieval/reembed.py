@@ -27,7 +27,9 @@ from django.db.models import Exists, OuterRef
 from memories.models import Embedding, EmbeddingStatus, Memory, Project, Status
 from memoryhub.redis import redis_client
 from retrieval.embedders import embedder_for_model
-from retrieval.embedding import active_model, embed_texts, ensure_vector_index, store_vectors
+from retrieval.memory_vectors import active_model, store_vectors
+from retrieval.vector_cache import embed_texts
+from retrieval.vector_index import ensure_vector_index
 
 BATCH = 256
 OLD_VECTORS_GRACE_SECONDS = 60

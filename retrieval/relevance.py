@@ -35,8 +35,9 @@ import numpy as np
 import numpy.typing as npt
 
 from retrieval.embedders import EmbedderError, embedder_for_model
-from retrieval.embedding import default_model_name, embed_texts
+from retrieval.memory_vectors import default_model_name
 from retrieval.search import Candidate
+from retrieval.vector_cache import embed_texts
 
 BACKGROUND_PATH = Path(__file__).parent / "data" / "background_memories.txt"
 FEATURE_NAMES = ("cosine", "standout", "keyword")

@@ -20,7 +20,8 @@ from pgvector import Vector
 
 from memories.models import Project
 from retrieval.embedders import embedder_for_model
-from retrieval.embedding import active_model, embed_texts
+from retrieval.memory_vectors import active_model
+from retrieval.vector_cache import embed_texts
 
 RRF_K = 60
 # Words capture writes into nearly every memory ("The user prefers…", "The team decided…").

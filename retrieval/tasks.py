@@ -19,8 +19,8 @@ from django.utils import timezone
 from memories.models import EmbeddingStatus, Memory, Status
 from retrieval import reembed
 from retrieval.embedders import EmbedderError
-from retrieval.embedding import embed_memories, ensure_active_indexes, record_failure
 from retrieval.keyword_stats import refresh_keyword_stats
+from retrieval.memory_vectors import embed_memories, record_failure
 from retrieval.message_vectors import embed_messages, messages_awaiting_embedding
 from retrieval.queueing import (
     DROP_OLD_VECTORS_TASK,
@@ -33,6 +33,7 @@ from retrieval.queueing import (
     queue_embedding,
     queue_message_embedding,
 )
+from retrieval.vector_index import ensure_active_indexes
 
 EMBED_MAX_RETRIES = 5
 SWEEP_BATCH = 2000

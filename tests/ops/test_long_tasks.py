@@ -9,7 +9,7 @@ from memories.models import Embedding, Project
 from memoryhub.celery import app
 from memoryhub.redis import redis_client
 from retrieval import embedders, reembed
-from retrieval.embedding import LOCAL_MODEL_NAME
+from retrieval.embedders import LOCAL_MODEL_NAME
 from retrieval.tasks import reembed_project_task
 from tests.support.celery_worker import celery_worker, purge_queue, wait_until
 

@@ -10,7 +10,8 @@ import pytest
 from django.db import connection
 
 from memories.models import Memory
-from retrieval.embedding import ensure_vector_index, index_name, store_vectors, vector_index_builds, vector_index_state
+from retrieval.memory_vectors import store_vectors
+from retrieval.vector_index import ensure_vector_index, index_name, vector_index_builds, vector_index_state
 from tests.support.celery_worker import database_url_for_tests, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)

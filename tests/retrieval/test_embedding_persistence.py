@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from memories.models import Embedding, Memory
 from retrieval import embedders
-from retrieval.embedding import embedder_health
+from retrieval.embedders import embedder_health
 from retrieval.tasks import embed_memories_task, sweep_embeddings
 from tests.support.openai_server import Fault
 
@@ -93,8 +93,8 @@ def test_final_failure_marks_the_memory_failed_with_the_error(api, openai_embedd
 
 
 def test_health_reports_the_embedder(openai_embedder):
-    from retrieval import embedding
+    from retrieval import embedders
 
-    embedding._health = (0.0, "")
+    embedders._health = (0.0, "")
     openai_embedder.script_embeddings(Fault(status=500))
     assert embedder_health().startswith("error")

@@ -20,7 +20,7 @@ from retrieval.embedders import (
     get_embedder,
     reset_embedder_cache,
 )
-from retrieval.embedding import default_model_name
+from retrieval.memory_vectors import default_model_name
 
 BUILT = mpnet.read_manifest(mpnet.model_dir()) is not None
 needs_build = pytest.mark.skipif(

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 from memories import services
 from memories.models import ApiKey, Role
 from memoryhub.errors import DomainError
-from retrieval.embedding import active_model
+from retrieval.memory_vectors import active_model
 from retrieval.reembed import get_progress
 from ui import selectors as ui_selectors
 from ui.forms import ApiKeyForm, MemberAddForm, MemberRoleForm, ProjectSettingsForm

@@ -33,9 +33,9 @@ from evaluation.synthetic import synthetic_sentences
 from memories import services
 from memories.models import Embedding, EmbeddingStatus, Memory, Project
 from retrieval.embedders import LOCAL_MODEL_NAME, embedder_for_model
-from retrieval.embedding import embed_texts
 from retrieval.keyword_stats import refresh_keyword_stats, settle_after_bulk_load
 from retrieval.search import HNSW_EF_SEARCH, set_search_settings
+from retrieval.vector_cache import embed_texts
 
 USERS = 10
 

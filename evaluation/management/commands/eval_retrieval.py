@@ -23,8 +23,8 @@ from evaluation import baselines, metrics, report
 from evaluation.datasets import Case, Dataset, load_golden, load_locomo
 from memories import services
 from memories.models import Memory, Project
-from retrieval.embedding import embed_memories
 from retrieval.keyword_stats import settle_after_bulk_load
+from retrieval.memory_vectors import embed_memories
 
 EMBED_BATCH = 512
 

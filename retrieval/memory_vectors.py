@@ -1,0 +1,121 @@
+"""Vectors for memories: which model a project uses, embedding and storing them as
+:class:`Embedding` rows, and the services' hook that embeds inline or queues the work.
+
+Texts are embedded through the cache in ``retrieval.vector_cache``; their HNSW indexes are
+``retrieval.vector_index``; conversation messages have theirs in ``retrieval.message_vectors``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from memories.models import Embedding, EmbeddingStatus, Memory, Project
+from retrieval.embedders import (
+    DEFAULT_OPENAI_MODEL,
+    LOCAL_MODEL_NAME,
+    MPNET_MODEL_NAME,
+    EmbedderError,
+    Vectors,
+    embedder_for_model,
+)
+from retrieval.queueing import queue_embedding
+from retrieval.vector_cache import embed_texts
+
+log = logging.getLogger(__name__)
+
+
+def default_model_name() -> str:
+    """The configured embedder's model name, without loading the model."""
+    if settings.MEMORYHUB_EMBEDDER == "openai":
+        return settings.MEMORYHUB_EMBEDDING_MODEL or DEFAULT_OPENAI_MODEL
+    if settings.MEMORYHUB_EMBEDDER == "local-mpnet":
+        return MPNET_MODEL_NAME
+    return LOCAL_MODEL_NAME
+
+
+def active_model(project: Project) -> str:
+    """The model whose vectors the project's searches use."""
+    return project.active_embedding_model or default_model_name()
+
+
+def store_vectors(memories: Sequence[Memory], vectors: Vectors, *, model: str) -> None:
+    """Upsert one Embedding row per memory for ``model``."""
+    dimension = int(vectors.shape[1])
+    rows = [
+        Embedding(
+            memory=memory,
+            project_id=memory.project_id,
+            user_id=memory.user_id,
+            scope=memory.scope,
+            model=model,
+            dimension=dimension,
+            vector=vector,
+            content_hash=memory.content_hash,
+        )
+        for memory, vector in zip(memories, vectors, strict=True)
+    ]
+    Embedding.objects.bulk_create(
+        rows,
+        update_conflicts=True,
+        unique_fields=["memory", "model"],
+        update_fields=["vector", "dimension", "user_id", "scope", "content_hash", "created_at"],
+    )
+
+
+def embed_memories(memories: Sequence[Memory], *, model: str | None = None) -> int:
+    """Embed memories (with their project's active model, or ``model``) and store the vectors.
+
+    Marks them ``ready``. Raises EmbedderError, leaving them as they were, when the
+    embedder fails. Returns how many were embedded.
+    """
+    by_model: dict[str, list[Memory]] = {}
+    for memory in memories:
+        by_model.setdefault(model or active_model(memory.project), []).append(memory)
+    for name, group in by_model.items():
+        vectors = embed_texts([m.content for m in group], embedder=embedder_for_model(name))
+        with transaction.atomic():
+            store_vectors(group, vectors, model=name)
+            if model is None or all(name == active_model(m.project) for m in group):
+                _mark_ready(group)
+    return len(memories)
+
+
+def _mark_ready(memories: Sequence[Memory]) -> None:
+    # Only rows whose content is still what we embedded: an edit racing us stays pending.
+    for memory in memories:
+        Memory.objects.filter(pk=memory.pk, content_hash=memory.content_hash).update(
+            embedding_status=EmbeddingStatus.READY, embedding_error=""
+        )
+
+
+def record_failure(memory_ids: Sequence[Any], error: Exception, *, final: bool) -> None:
+    """Keep the error on the rows: ``pending`` while retries remain, ``failed`` after."""
+    status = EmbeddingStatus.FAILED if final else EmbeddingStatus.PENDING
+    for memory_id in memory_ids:
+        memory = Memory.objects.filter(pk=memory_id).exclude(embedding_status=EmbeddingStatus.READY).first()
+        if memory is None:
+            continue
+        Memory.objects.filter(pk=memory_id).update(
+            embedding_status=status,
+            embedding_error=str(error)[:2000],
+            embedding_attempts=memory.embedding_attempts + 1,
+            updated_at=timezone.now(),
+        )
+
+
+def embed_now_or_later(memories: Sequence[Memory], inline: bool) -> None:
+    """The services' hook: embed before answering when asked, else (or on failure) in Celery."""
+    if inline:
+        try:
+            embed_memories(memories)
+            return
+        except EmbedderError as error:
+            log.warning("inline embedding failed, queued for the background: %s", error)
+            record_failure([m.pk for m in memories], error, final=False)
+    queue_embedding([str(m.pk) for m in memories])

@@ -1,0 +1,61 @@
+"""``embed_texts``: the embedder behind a Redis cache keyed by (model, text hash).
+
+A text is embedded once per model; a cache outage only costs speed. Which embedder to use is the
+caller's choice (``retrieval.embedders``); storing memory vectors is ``retrieval.memory_vectors``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import redis
+
+from memoryhub.redis import redis_client
+from retrieval.embedders import Embedder, Vectors
+
+log = logging.getLogger(__name__)
+
+CACHE_TTL_SECONDS = 7 * 24 * 3600
+
+
+def _cache_key(model: str, text: str) -> str:
+    return f"memoryhub:emb:{model}:{hashlib.sha256(text.encode()).hexdigest()}"
+
+
+def embed_texts(texts: Sequence[str], *, embedder: Embedder) -> Vectors:
+    """Embed ``texts`` with a Redis cache by (model, text hash): a text is embedded once.
+
+    Raises EmbedderError when the embedder fails; a cache outage only costs speed.
+    """
+    if not texts:
+        return np.zeros((0, embedder.dimension), dtype=np.float32)
+    keys = [_cache_key(embedder.name, text) for text in texts]
+    try:
+        cached: list[Any] = list(redis_client().mget(keys))
+    except redis.RedisError:
+        cached = [None] * len(texts)
+    missing = [i for i, raw in enumerate(cached) if raw is None]
+    fresh = embedder.embed([texts[i] for i in missing]) if missing else None
+    dimension = fresh.shape[1] if fresh is not None else len(cached[0]) // 4
+    result = np.empty((len(texts), dimension), dtype=np.float32)
+    for i, raw in enumerate(cached):
+        if raw is not None:
+            result[i] = np.frombuffer(raw, dtype=np.float32)
+    if fresh is not None:
+        result[missing] = fresh
+        _cache_store([keys[i] for i in missing], fresh)
+    return result
+
+
+def _cache_store(keys: list[str], vectors: Vectors) -> None:
+    try:
+        pipe = redis_client().pipeline(transaction=False)
+        for key, vector in zip(keys, vectors, strict=True):
+            pipe.set(key, vector.astype(np.float32).tobytes(), ex=CACHE_TTL_SECONDS)
+        pipe.execute()
+    except redis.RedisError:
+        log.warning("embedding cache unavailable; continuing without it")
