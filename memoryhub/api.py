@@ -20,7 +20,7 @@ from memories.api import router as memories_router
 from memories.models import ApiKey
 from memories.scratchpad_api import router as scratchpad_router
 from memories.services import hash_api_key
-from memoryhub import health
+from memoryhub import health, row_security
 from memoryhub.errors import DomainError, RateLimited
 from memoryhub.parsing import StorableJSONParser, UnstorableBody
 from retrieval.api import router as retrieval_router
@@ -43,6 +43,8 @@ class ApiKeyAuth(HttpBearer):
         now = timezone.now()
         if key.last_used_at is None or now - key.last_used_at > timedelta(minutes=1):
             ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+        # From here on this request's connection sees only its project's rows (row_security.py).
+        row_security.enter(key.project_id)
         return key
 
 

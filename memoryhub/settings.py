@@ -68,6 +68,12 @@ MEMORYHUB_PRODUCTION = env.switch(
     "production mode: refuses to start without a strong `SECRET_KEY`, explicit hosts and external servers; "
     "secure cookies, HTTPS redirect, HSTS, trusts `X-Forwarded-Proto` from the proxy",
 )
+MEMORYHUB_ROW_SECURITY = env.switch(
+    "MEMORYHUB_ROW_SECURITY",
+    True,
+    "confine each API request's database connection to its project with Postgres row-level security "
+    "(DECISIONS.md 'Row-level security'); off only to measure its cost",
+)
 DEBUG = env.switch("MEMORYHUB_DEBUG", False, "Django debug mode (never in production)")
 SECRET_KEY = env.secret(
     "SECRET_KEY",
@@ -129,6 +135,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "memoryhub.row_security.RowSecurityMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
