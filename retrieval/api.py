@@ -11,7 +11,7 @@ from memories import services
 from memories.schemas import MemoryOut, memory_out
 from memoryhub.auth import ERRORS, actor, api_key
 from retrieval.engine import RetrieveRequest, retrieve
-from retrieval.schemas import AddMemoryIn, QueryMemoryIn, QueryMemoryOut, RetrieveIn, RetrieveOut
+from retrieval.schemas import AddMemoryIn, QueryMemoryIn, QueryMemoryOut, RetrieveIn, RetrieveOut, retrieve_out
 from retrieval.tools import TOOL_SCHEMAS, tool_memories
 
 router = Router(tags=["retrieval"])
@@ -26,7 +26,7 @@ def retrieve_memories(request: HttpRequest, body: RetrieveIn) -> dict[str, Any]:
     """
     data = body.model_dump()
     data["messages"] = [m.model_dump() for m in body.messages] if body.messages else None
-    return retrieve(project=api_key(request).project, request=RetrieveRequest(**data))
+    return retrieve_out(retrieve(project=api_key(request).project, request=RetrieveRequest(**data)))
 
 
 @router.get("/tools", response={200: list[dict[str, Any]], **ERRORS})

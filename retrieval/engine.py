@@ -23,7 +23,6 @@ from django.db.models import Q
 
 from conversations.window import clean_window, render_window
 from memories.models import Memory, MemoryEdge, Project, Status
-from memories.schemas import memory_out
 from memories.selectors import memories_live, memories_visible, older_versions, with_relations
 from memoryhub.errors import RateLimited
 from retrieval import cache, calibration, judge, relevance
@@ -92,6 +91,43 @@ class Trace:
         self.timings[stage] = round((time.perf_counter() - started) * 1000, 2)
 
 
+@dataclass(frozen=True)
+class Hit:
+    """One memory in the answer: the row (with its relations loaded), its score, how it was found,
+    and its older versions (newest first) when it supersedes others."""
+
+    memory: Memory
+    score: float
+    matched_by: tuple[str, ...] = ()
+    chain: tuple[Memory, ...] = ()
+
+
+@dataclass
+class RetrieveResult:
+    """What :func:`retrieve` answers; ``retrieval.schemas.retrieve_out`` turns it into the API body."""
+
+    memories: list[Hit] = field(default_factory=list)
+    injection: str = ""
+    token_count: int = 0
+    truncated: bool = False
+    cached: bool = False
+    degraded: list[str] = field(default_factory=list)
+    hypotheses: list[str] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    correlation_id: str = ""
+
+    def cache_entry(self) -> dict[str, Any]:
+        """What the per-turn cache keeps: ids and scores, not rows (see :func:`_from_cache`)."""
+        return {
+            "hits": [
+                {"id": str(h.memory.pk), "score": h.score, "matched_by": list(h.matched_by)} for h in self.memories
+            ],
+            "injection": self.injection,
+            "token_count": self.token_count,
+            "truncated": self.truncated,
+        }
+
+
 def default_min_score() -> float:
     value = getattr(settings, "MEMORYHUB_MIN_SCORE", None)
     return relevance.FITTED.min_score if value is None else float(value)
@@ -102,13 +138,13 @@ def default_margin() -> float:
     return relevance.FITTED.margin if value is None else float(value)
 
 
-def retrieve(*, project: Project, request: RetrieveRequest, trace: Trace | None = None) -> dict[str, Any]:
-    """Run the pipeline for one turn and return the API's response body."""
+def retrieve(*, project: Project, request: RetrieveRequest, trace: Trace | None = None) -> RetrieveResult:
+    """Run the pipeline for one turn (or answer it from the per-turn cache)."""
     trace = trace or Trace()
     started = time.perf_counter()
     key = cache.turn_key(project.pk, request.user_id, request.turn_id) if request.turn_id else None
-    if key and (hit := cache.get(key)) is not None:
-        return _finish(project, request, trace, {**hit, "cached": True}, started)
+    if key and (entry := cache.get(key)) is not None and (hit := _from_cache(project, request, entry)):
+        return _finish(project, request, trace, hit, started)
     if request.rate_limited and (
         wait := cache.wait_seconds(project.pk, request.user_id, limit=project.retrieval_rate_limit)
     ):
@@ -117,22 +153,41 @@ def retrieve(*, project: Project, request: RetrieveRequest, trace: Trace | None 
             details={"retry_after": wait},
         )
     try:
-        body = _run(project, request, trace, started)
+        result = _run(project, request, trace, started)
     except DatabaseError:
         log.exception("retrieval database stage failed")
         connection.close_if_unusable_or_obsolete()
         trace.degraded.append("database")
-        body = _empty(trace)
+        result = RetrieveResult()
     if key and "database" not in trace.degraded:
-        cache.put(key, body)
-    return _finish(project, request, trace, body, started)
+        cache.put(key, result.cache_entry())
+    return _finish(project, request, trace, result, started)
 
 
-def _run(project: Project, request: RetrieveRequest, trace: Trace, started: float) -> dict[str, Any]:
+def _from_cache(project: Project, request: RetrieveRequest, entry: dict[str, Any]) -> RetrieveResult | None:
+    """The cached answer with its rows loaded fresh; None (run again) when one of them is gone
+    (deleted, archived, superseded since) or the entry is not in this version's shape."""
+    try:
+        hits = [(str(h["id"]), float(h["score"]), tuple(h["matched_by"])) for h in entry["hits"]]
+        injection, tokens, truncated = str(entry["injection"]), int(entry["token_count"]), bool(entry["truncated"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    memories = load_memories(project, request.user_id, [memory_id for memory_id, _, _ in hits])
+    if len(memories) != len(hits):
+        return None
+    chains = older_versions(project=project, memories=list(memories.values()), user_id=request.user_id)
+    found = [
+        Hit(memories[memory_id], score, matched_by, tuple(chains.get(memory_id, ())))
+        for memory_id, score, matched_by in hits
+    ]
+    return RetrieveResult(memories=found, injection=injection, token_count=tokens, truncated=truncated, cached=True)
+
+
+def _run(project: Project, request: RetrieveRequest, trace: Trace, started: float) -> RetrieveResult:
     query, context, window = conversation_text(request)
     trace.query = query
     if not query.strip():
-        return _empty(trace)
+        return RetrieveResult()
     budget_s = float(getattr(settings, "MEMORYHUB_RETRIEVE_BUDGET_S", 2.0))
     if _wants_hyde(project, request):
         trace.hypotheses = run_hyde(window or query, trace=trace, deadline=started + budget_s)
@@ -166,7 +221,7 @@ def _run(project: Project, request: RetrieveRequest, trace: Trace, started: floa
     ranked = [(memories[mid], s) for mid, s in top if mid in memories]
     ranked = expand_graph(project, request, ranked, trace=trace)[: request.limit]
     chains = older_versions(project=project, memories=[m for m, _ in ranked], user_id=request.user_id)
-    return build_body(ranked, chains, request=request, project=project, trace=trace)
+    return build_result(ranked, chains, request=request, project=project, trace=trace)
 
 
 def conversation_text(request: RetrieveRequest) -> tuple[str, str, str]:
@@ -435,15 +490,15 @@ def _neighbours(
     return sorted(found.values(), key=lambda item: -item[3])
 
 
-def build_body(
+def build_result(
     ranked: list[tuple[Memory, float]],
     chains: dict[str, list[Memory]],
     *,
     request: RetrieveRequest,
     project: Project,
     trace: Trace,
-) -> dict[str, Any]:
-    """Pack into the token budget and shape the response."""
+) -> RetrieveResult:
+    """Pack into the token budget; the memories that fit, in packing order."""
     started = time.perf_counter()
     budget = project.token_budget if request.token_budget is None else request.token_budget
     items = [
@@ -463,53 +518,37 @@ def build_body(
     trace.excluded_ids = packed.excluded_ids
     by_id = {str(m.pk): (m, s) for m, s in ranked}
     candidates = {c.memory_id: c for c in trace.candidates}
-    memories = [_memory_entry(*by_id[i], chains, candidates.get(i), trace) for i in packed.included_ids]
+    hits = [_hit(*by_id[i], chains, candidates.get(i), trace) for i in packed.included_ids]
     trace.timed("pack", started)
-    return {
-        "memories": memories,
-        "injection": packed.injection,
-        "token_count": packed.token_count,
-        "truncated": packed.truncated,
-        "cached": False,
-    }
+    return RetrieveResult(
+        memories=hits, injection=packed.injection, token_count=packed.token_count, truncated=packed.truncated
+    )
 
 
-def _memory_entry(
+def _hit(
     memory: Memory, value: float, chains: dict[str, list[Memory]], candidate: Candidate | None, trace: Trace
-) -> dict[str, Any]:
+) -> Hit:
     memory_id = str(memory.pk)
     matched_by = list(candidate.matched_by) if candidate else []
     if memory_id in trace.graph_paths:
         matched_by.append("graph")
-    return {
-        **memory_out(memory),
-        "score": round(value, 4),
-        "matched_by": matched_by,
-        "chain": [memory_out(old) for old in chains.get(memory_id, [])],
-    }
-
-
-def _empty(trace: Trace) -> dict[str, Any]:
-    return {"memories": [], "injection": "", "token_count": 0, "truncated": False, "cached": False}
+    return Hit(memory, round(value, 4), tuple(matched_by), tuple(chains.get(memory_id, [])))
 
 
 def _finish(
-    project: Project, request: RetrieveRequest, trace: Trace, body: dict[str, Any], started: float
-) -> dict[str, Any]:
+    project: Project, request: RetrieveRequest, trace: Trace, result: RetrieveResult, started: float
+) -> RetrieveResult:
     trace.timed("total", started)
-    body = {
-        **body,
-        "degraded": list(trace.degraded),
-        "hypotheses": list(trace.hypotheses),
-        "timings_ms": dict(trace.timings),
-        "correlation_id": trace.correlation_id,
-    }
+    result.degraded = list(trace.degraded)
+    result.hypotheses = list(trace.hypotheses)
+    result.timings_ms = dict(trace.timings)
+    result.correlation_id = trace.correlation_id
     if request.logged:
-        _log(project, request, trace, body)
-    return body
+        _log(project, request, trace, result)
+    return result
 
 
-def _log(project: Project, request: RetrieveRequest, trace: Trace, body: dict[str, Any]) -> None:
+def _log(project: Project, request: RetrieveRequest, trace: Trace, result: RetrieveResult) -> None:
     if "database" in trace.degraded:
         return
     query_hash = hashlib.sha256((trace.query or request.query or "").encode()).hexdigest()
@@ -519,12 +558,12 @@ def _log(project: Project, request: RetrieveRequest, trace: Trace, body: dict[st
             user_id=request.user_id,
             correlation_id=trace.correlation_id,
             query_hash=query_hash,
-            result_count=len(body["memories"]),
-            memory_ids=[m["id"] for m in body["memories"]],
+            result_count=len(result.memories),
+            memory_ids=[str(h.memory.pk) for h in result.memories],
             latency_ms=trace.timings.get("total", 0.0),
             degraded=list(trace.degraded),
             timings=dict(trace.timings),
-            cached=bool(body.get("cached")),
+            cached=result.cached,
         )
     except DatabaseError:
         log.warning("could not write the retrieval log")

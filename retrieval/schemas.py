@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from ninja import Schema
 from pydantic import Field, StringConstraints, model_validator
 
 from conversations.schemas import ChatMessageIn
-from memories.schemas import Category, KindName, MemoryOut, StrictSchema, UserId
+from memories.schemas import Category, KindName, MemoryOut, StrictSchema, UserId, memory_out
+
+if TYPE_CHECKING:
+    from retrieval.engine import Hit, RetrieveResult
 
 Text = Annotated[str, StringConstraints(max_length=32_000)]
 
@@ -85,3 +88,27 @@ class AddMemoryIn(StrictSchema):
     content: str
     type: KindName = "fact"
     category: Category = ""
+
+
+def retrieve_out(result: RetrieveResult) -> dict[str, Any]:
+    """The body of ``POST /retrieve`` (``RetrieveOut``) for an engine result."""
+    return {
+        "memories": [hit_out(hit) for hit in result.memories],
+        "injection": result.injection,
+        "token_count": result.token_count,
+        "truncated": result.truncated,
+        "cached": result.cached,
+        "degraded": result.degraded,
+        "hypotheses": result.hypotheses,
+        "timings_ms": result.timings_ms,
+        "correlation_id": result.correlation_id,
+    }
+
+
+def hit_out(hit: Hit) -> dict[str, Any]:
+    return {
+        **memory_out(hit.memory),
+        "score": hit.score,
+        "matched_by": list(hit.matched_by),
+        "chain": [memory_out(old) for old in hit.chain],
+    }

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memories.models import Kind
+
+if TYPE_CHECKING:
+    from retrieval.engine import RetrieveResult
 
 KINDS = list(Kind.values)
 
@@ -65,18 +68,17 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
 ]
 
 
-def tool_memories(result: dict[str, Any]) -> dict[str, Any]:
+def tool_memories(result: RetrieveResult) -> dict[str, Any]:
     """A retrieve answer in the reference's tool shape, grouped by category too."""
     memories = []
     by_category: dict[str, list[int]] = {}
-    for index, memory in enumerate(result["memories"]):
-        context = f"{memory['category'] or 'uncategorised'} · {memory['scope']} · v{memory['version']}"
-        context += f" · saved {memory['created_at']:%Y-%m-%d}" if hasattr(memory["created_at"], "strftime") else ""
-        memories.append(
-            {"content": memory["content"], "type": memory["kind"], "relevance": memory["score"], "context": context}
-        )
-        by_category.setdefault(memory["category"] or "uncategorised", []).append(index)
+    for index, hit in enumerate(result.memories):
+        memory = hit.memory
+        context = f"{memory.category or 'uncategorised'} · {memory.scope} · v{memory.version}"
+        context += f" · saved {memory.created_at:%Y-%m-%d}"
+        memories.append({"content": memory.content, "type": memory.kind, "relevance": hit.score, "context": context})
+        by_category.setdefault(memory.category or "uncategorised", []).append(index)
     return {
         "memories": memories,
-        "metadata": {"count": len(memories), "truncated": result["truncated"], "by_category": by_category},
+        "metadata": {"count": len(memories), "truncated": result.truncated, "by_category": by_category},
     }

@@ -138,6 +138,25 @@ def test_same_turn_id_is_answered_from_cache_without_llm_or_embedding_calls(api,
     assert contents(second) == contents(first)
 
 
+def test_a_cached_turn_never_answers_with_a_memory_deleted_since(api, alice_memories):
+    first = retrieve(api, query="What does Alice drink?", turn_id="turn-del", min_score=0)
+    tea = alice_memories["Alice's favourite drink is green tea."]
+    assert tea in [m["id"] for m in first["memories"]]
+    assert api.delete(f"/memories/{tea}", user_id="alice").status_code in (200, 204)
+    second = retrieve(api, query="What does Alice drink?", turn_id="turn-del", min_score=0)
+    assert second["cached"] is False  # the entry named a row that is gone: the turn ran again
+    assert tea not in [m["id"] for m in second["memories"]]
+    assert "green tea" not in second["injection"]
+
+
+def test_a_cached_turn_has_the_same_body_as_the_first_answer(api, alice_memories):
+    first = retrieve(api, query="What does Alice drink?", turn_id="turn-same", min_score=0)
+    second = retrieve(api, query="What does Alice drink?", turn_id="turn-same", min_score=0)
+    assert second["cached"] is True
+    keep = ("memories", "injection", "token_count", "truncated")
+    assert {k: second[k] for k in keep} == {k: first[k] for k in keep}
+
+
 def test_hyde_hypotheses_are_returned_and_used(api, alice_memories, llm):
     llm.script_chat("1. Alice drinks green tea.\n2. Alice's favourite beverage is tea.")
     result = retrieve(api, query="What should I bring her?", hyde=True)

@@ -59,7 +59,7 @@ def test_a_viewer_sees_the_matching_memory_ranked_first_and_injected(client_as, 
     assert rows[0].candidate.keyword_rank == 1 and rows[0].candidate.vector_rank == 1
     html = response.content.decode()
     assert f'href="/p/{project.slug}/memories/{facts[DEPLOY].pk}/"' in html
-    assert DEPLOY in response.context["results"]["body"]["injection"]
+    assert DEPLOY in response.context["results"]["body"].injection
     assert '<pre class="injection" id="injection">' in html
 
 
@@ -88,7 +88,7 @@ def test_a_tight_token_budget_excludes_the_rest_by_budget(client_as, project, fa
     results = ask(client_as("viewer"), project, min_score="0", token_budget="130").context["results"]
     outcomes = [row.outcome for row in results["rows"]]
     assert outcomes == ["included", "budget", "budget", "budget"]
-    assert 0 < results["body"]["token_count"] <= 130
+    assert 0 < results["body"].token_count <= 130
 
 
 @pytest.mark.django_db
@@ -158,7 +158,7 @@ def test_the_playground_spends_no_rate_limit_and_writes_no_retrieval_log(client_
     Project.objects.filter(pk=project.pk).update(retrieval_rate_limit=1)
     client = client_as("viewer")
     for _ in range(3):
-        assert ask(client, project).context["results"]["body"]["degraded"] == []
+        assert ask(client, project).context["results"]["body"].degraded == []
     assert not RetrievalLog.objects.filter(project=project).exists()
 
 
@@ -167,7 +167,7 @@ def test_hyde_hypotheses_are_listed(client_as, project, facts, settings, fake_op
     settings.MEMORYHUB_LLM_BASE_URL, settings.OPENAI_API_KEY = fake_openai.base_url, "test-key"
     fake_openai.script_chat("1. Alice deploys with Kubernetes.\n2. Alice uses Helm charts.")
     response = ask(client_as("viewer"), project, hyde="on")
-    assert response.context["results"]["body"]["hypotheses"] == [
+    assert response.context["results"]["body"].hypotheses == [
         "Alice deploys with Kubernetes.",
         "Alice uses Helm charts.",
     ]
@@ -210,6 +210,6 @@ def test_with_the_embedder_down_the_page_shows_the_cut_the_engine_applied(
         results = ask(client_as("viewer"), project).context["results"]
     finally:
         embedders.reset_embedder_cache()
-    assert "embedder_unavailable" in results["body"]["degraded"]
+    assert "embedder_unavailable" in results["body"].degraded
     assert results["threshold"] == calibration.DEFAULT_MIN_SCORE
     assert results["rows"][0].memory.content == DEPLOY and results["rows"][0].passed

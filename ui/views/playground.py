@@ -17,7 +17,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from memories.models import Memory, Project
-from retrieval.engine import RetrieveRequest, Trace, default_min_score, retrieve
+from retrieval.engine import RetrieveRequest, RetrieveResult, Trace, default_min_score, retrieve
 from retrieval.llm import llm_configured
 from retrieval.relevance import Evidence
 from retrieval.search import Candidate
@@ -123,7 +123,7 @@ OUTCOME_LABELS = {
 
 
 def explain(
-    *, project: Project, request: RetrieveRequest, trace: Trace, body: dict[str, Any]
+    *, project: Project, request: RetrieveRequest, trace: Trace, body: RetrieveResult
 ) -> tuple[list[Row], float]:
     """Rows for every candidate and graph neighbour, best first, and the min_score used.
 
@@ -136,7 +136,7 @@ def explain(
     paths = trace.graph_paths
     ids = [*candidates, *(i for i in paths if i not in candidates)]
     memories = {str(m.pk): m for m in Memory.objects.filter(project=project, pk__in=ids)}
-    body_scores = {m["id"]: m["score"] for m in body["memories"]}
+    body_scores = {str(hit.memory.pk): hit.score for hit in body.memories}
     excluded = set(trace.excluded_ids)
     rows = []
     for memory_id in ids:
