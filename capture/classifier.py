@@ -22,9 +22,9 @@ from capture.proposals import (
     SCOPES,
     ProposedMemory,
 )
-from capture.redaction import is_mostly_secret, redact
 from capture.text import clip
 from conversations.window import render_window
+from memoryhub.redaction import is_mostly_secret, redact
 
 
 class ClassifierOutputError(ValueError):

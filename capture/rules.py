@@ -27,7 +27,6 @@ from typing import Any
 
 from capture.changes import Change, Known, Matcher, named_old, read_change
 from capture.proposals import ProposedMemory
-from capture.redaction import find_secrets
 from capture.text import (
     clip,
     finish_sentence,
@@ -45,6 +44,7 @@ from capture.text import (
     third_person,
     word_set,
 )
+from memoryhub.redaction import REDACTED, find_secrets
 
 _I = re.IGNORECASE
 _ADV = r"(?:\s+(?:really|much|strongly|generally|usually|definitely|personally|also|still|always|mostly|totally))*"
@@ -596,7 +596,7 @@ def _completes(previous: _Found, clause: str) -> bool:
     body = _CHANGE_TAIL.sub("", clause.rstrip(" .!"))
     if previous.change is None or not previous.change.ending or not _FOLLOW_ON.match(body):
         return False
-    if len(body.split()) > 10 or is_question(body) or is_vague(body) or find_secrets(body):
+    if len(body.split()) > 10 or is_question(body) or is_vague(body) or _holds_secret(body):
         return False
     content = finish_sentence(previous.proposal.content).rstrip(".") + "; " + third_person(body)
     previous.proposal = dataclasses.replace(previous.proposal, content=finish_sentence(content))
@@ -618,13 +618,19 @@ def _follow_on(clause: str, previous: _Found, evidence: str) -> _Found | None:
     return None if assembled is None else _Found(assembled, reading=reading)
 
 
+def _holds_secret(text: str) -> bool:
+    """A secret, or the marker of one redacted before the extractor saw the text (windows are
+    stored redacted)."""
+    return REDACTED in text or bool(find_secrets(text))
+
+
 def _skip_sentence(sentence: str) -> bool:
     # Whatever else a sentence holding a secret says is usually about that secret.
     return (
         not sentence
         or is_question(sentence)
         or is_hedged(sentence)
-        or bool(find_secrets(sentence))
+        or _holds_secret(sentence)
         or bool(_SECRETISH.search(sentence))
     )
 
@@ -654,7 +660,7 @@ def _take_markers(text: str) -> tuple[list[_Reading], str]:
 
 def _propose(body: str, readings: list[_Reading], evidence: str) -> _Found | None:
     words = len(body.split())
-    if not _MIN_WORDS <= words <= _MAX_WORDS or find_secrets(body):
+    if not _MIN_WORDS <= words <= _MAX_WORDS or _holds_secret(body):
         return None
     body = body.rstrip(" .!")
     signalled = any(r.change for r in readings) or bool(_CHANGE_HEAD.match(body) or _CHANGE_MID.match(body))

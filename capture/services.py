@@ -23,7 +23,6 @@ from capture import selectors
 from capture.models import CaptureJob, JobStatus, Trigger
 from capture.observations import prepare_step_output
 from capture.proposals import ProposedMemory
-from capture.redaction import redact
 from conversations import selectors as conversation_selectors
 from conversations import services as conversation_services
 from conversations.window import clean_window
@@ -31,6 +30,7 @@ from memories.models import CapturePolicy, Memory, Project, Status
 from memories.services import MemoryDraft, memory_create, memory_supersede
 from memoryhub.errors import Conflict, Invalid, NotFound, PayloadTooLarge
 from memoryhub.queue import publish
+from memoryhub.redaction import redact, redact_json
 from retrieval.duplicates import NearDuplicateFinder
 
 # The names capture's tasks (``capture/tasks.py``) are registered and published under.
@@ -70,7 +70,8 @@ def capture_submit(
     drafts = [conversation_services.message_draft(m) for m in messages]
     conversation_services.validate_messages(drafts)
     with transaction.atomic(durable=True):
-        conversation, window = None, [dict(m) for m in messages]
+        # The window is stored as the job's input: redacted like every stored message.
+        conversation, window = None, [redact_json(dict(m)) for m in messages]
         if conversation_id is not None:
             conversation = conversation_selectors.conversation_get(
                 project=project, user_id=user_id, conversation_id=conversation_id
@@ -144,6 +145,7 @@ def observation_submit(
             f"output has {len(output)} characters; the limit is {settings.MEMORYHUB_MAX_MESSAGE_CHARS}",
             code="output_too_large",
         )
+    output, step_name = redact(output)[0], redact(step_name)[0]  # no secret is stored in a payload
     text = prepare_step_output(output)
     payload: dict[str, Any] = {"step_name": step_name, "step_type": step_type, "output": text or output.strip()}
     if text is None:

@@ -27,6 +27,7 @@ from conversations.window import clean_window
 from memories.models import Conversation, Message, Project
 from memories.services import validate_metadata
 from memoryhub.errors import PayloadTooLarge
+from memoryhub.redaction import redact, redact_json
 
 # Hooks other apps register, called after commit with the new messages (retrieval queues
 # them for embedding: ``retrieval.message_vectors.queue_for_embedding``).
@@ -50,8 +51,12 @@ def message_draft(raw: Mapping[str, Any]) -> MessageDraft:
             extra["content"] = content
         flat = clean_window([{"role": "user", "content": content}])
         content = flat[0]["content"] if flat else ""
+    # Secrets never reach storage (memoryhub/redaction.py): not in the text, not in the extras.
     return MessageDraft(
-        role=str(raw.get("role", "")), content=content, extra=extra, correlation_id=str(raw.get("correlation_id") or "")
+        role=str(raw.get("role", "")),
+        content=redact(content)[0],
+        extra=redact_json(extra),
+        correlation_id=str(raw.get("correlation_id") or ""),
     )
 
 

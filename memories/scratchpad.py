@@ -22,6 +22,7 @@ from django.db.models.functions import Cast, Collate
 
 from memories.models import Project, ScratchpadEntry
 from memoryhub.errors import Invalid, NotFound, PayloadTooLarge
+from memoryhub.redaction import redact_json
 
 MAX_KEY_CHARS = 255
 MAX_VALUE_BYTES = 64 * 1024
@@ -75,6 +76,7 @@ def scratchpad_put(*, project: Project, user_id: str, key: str, value: Any) -> S
     """Create or overwrite ``key`` for ``user_id``; last write wins."""
     check_key(key)
     check_value(value)
+    value = redact_json(value)  # secrets never reach storage (memoryhub/redaction.py)
     # A bare None would be SQL NULL (refused by the column); JSON null needs saying so.
     stored = Value(None, JSONField()) if value is None else value
     with transaction.atomic(durable=True):

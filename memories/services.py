@@ -40,6 +40,7 @@ from memories.models import (
 )
 from memories.selectors import memory_get_visible
 from memoryhub.errors import Conflict, Invalid, NotFound, PayloadTooLarge
+from memoryhub.redaction import is_mostly_secret, redact, redact_json
 
 # Fields a revision snapshots, and the ones an edit may change.
 SNAPSHOT_FIELDS = ("content", "kind", "category", "scope", "importance", "metadata", "status", "version", "expires_at")
@@ -77,6 +78,14 @@ def validate_draft(*, project: Project, draft: MemoryDraft) -> MemoryDraft:
     draft.content = draft.content.strip()
     if not draft.content:
         raise Invalid("content must not be empty or whitespace only", code="empty_content")
+    # Secrets never reach storage (memoryhub/redaction.py): one that is the whole point of the
+    # content is refused; one inside a fact is replaced by [REDACTED], as capture does.
+    if is_mostly_secret(draft.content):
+        raise Invalid(
+            "content is a credential or other secret; MemoryHub does not store secrets", code="secret_content"
+        )
+    draft.content = redact(draft.content)[0]
+    draft.metadata = redact_json(draft.metadata)
     limit = settings.MEMORYHUB_MAX_CONTENT_CHARS
     if len(draft.content) > limit:
         raise PayloadTooLarge(

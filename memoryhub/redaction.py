@@ -1,4 +1,6 @@
-"""Find and redact secrets so that none is ever stored as (or inside) a memory.
+"""Find and redact secrets so that none is ever stored: not as (or inside) a memory, and not in
+a conversation message, a capture window or an observation payload (every storage boundary
+calls :func:`redact`; DECISIONS.md "Secrets at every storage boundary").
 
 Two kinds of pattern: *shaped* secrets recognisable on their own (provider key formats,
 JWTs, PEM private keys) and *labelled* secrets recognisable only by what precedes them
@@ -13,12 +15,17 @@ high-entropy, and a bare UUID is not a secret.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
-from capture.text import word_set
+
+def word_set(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
 
 REDACTED = "[REDACTED]"
 _MAX_PASSES = 5
@@ -88,9 +95,49 @@ _PROSE_WORDS = word_set(
 _PROSE_SUFFIXES = ("ed", "ing", "ly", "able", "ible")
 
 
+# Numbers that are secrets only when their check digits agree: payment cards (13-19 digits, in
+# groups of 4 or 4-6-5 separated by single spaces or hyphens, or run together; Luhn), IBANs
+# (country, check digits, up to 30 letters and digits, spaces every 4 allowed; mod 97) and US
+# social security numbers (ddd-dd-dddd, without the never-issued 000, 666 and 9xx areas).
+_CARD = re.compile(
+    r"(?<![\w-])(?:\d{4}(?P<sep>[ -]?)\d{4}(?P=sep)\d{4}(?P=sep)\d{1,7}"
+    r"|\d{4}(?P<sep2>[ -]?)\d{6}(?P=sep2)\d{5})(?![\w-])"
+)
+_IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?(?![A-Za-z0-9])")
+_SSN = re.compile(r"(?<![\w-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\w-])")
+
+
+def luhn_valid(digits: str) -> bool:
+    total = 0
+    for index, char in enumerate(reversed(digits)):
+        value = int(char) * (2 if index % 2 else 1)
+        total += value - 9 if value > 9 else value
+    return total % 10 == 0
+
+
+def iban_valid(iban: str) -> bool:
+    compact = iban.replace(" ", "")
+    if not 15 <= len(compact) <= 34:
+        return False
+    moved = compact[4:] + compact[:4]
+    return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
+
+
+def _checked_numbers(text: str) -> list[SecretMatch]:
+    found = []
+    for m in _CARD.finditer(text):
+        digits = re.sub(r"\D", "", m.group())
+        if 13 <= len(digits) <= 19 and luhn_valid(digits) and len(set(digits)) > 1:
+            found.append(SecretMatch("payment_card", m.start(), m.end()))
+    found += [SecretMatch("iban", m.start(), m.end()) for m in _IBAN.finditer(text) if iban_valid(m.group())]
+    found += [SecretMatch("ssn", m.start(), m.end()) for m in _SSN.finditer(text)]
+    return found
+
+
 def find_secrets(text: str) -> list[SecretMatch]:
     """Every secret in ``text``, in order; overlapping matches are merged into one (named after the first)."""
     found = [SecretMatch(kind, m.start(), m.end()) for kind, pattern in _SHAPED for m in pattern.finditer(text)]
+    found += _checked_numbers(text)
     found += [SecretMatch("bearer_token", *m.span("value")) for m in _BEARER.finditer(text)]
     found += [
         SecretMatch("url_credentials", *m.span("value"))
@@ -103,6 +150,8 @@ def find_secrets(text: str) -> list[SecretMatch]:
         for m in _ASSIGNMENT.finditer(text)
         if _looks_random(m.group("value"))
     ]
+    # A value pattern that allows "." would take the full stop ending the sentence with it.
+    found = [_without_trailing_stop(text, match) for match in found]
     found.sort(key=lambda s: (s.start, -s.end))
     merged: list[SecretMatch] = []
     for match in found:
@@ -113,6 +162,13 @@ def find_secrets(text: str) -> list[SecretMatch]:
         else:
             merged.append(match)
     return merged
+
+
+def _without_trailing_stop(text: str, match: SecretMatch) -> SecretMatch:
+    end = match.end
+    while end - 1 > match.start and text[end - 1] in ".,;:!?)" and match.kind != "private_key":
+        end -= 1
+    return match if end == match.end else SecretMatch(match.kind, match.start, end)
 
 
 def redact(text: str) -> tuple[str, int]:
@@ -191,3 +247,39 @@ def _entropy(value: str) -> float:
     counts = Counter(value)
     total = len(value)
     return -sum(n / total * math.log2(n / total) for n in counts.values())
+
+
+def redact_json(value: Any) -> Any:
+    """``value`` (JSON-shaped: dicts, lists, scalars) with every string redacted; keys are kept.
+
+    Iterative, so a deeply nested document cannot exhaust the stack. Returns ``value`` itself
+    when nothing needed redacting.
+    """
+    if isinstance(value, str):
+        return redact(value)[0]
+    if not isinstance(value, dict | list) or not _has_secret(value):
+        return value
+    copy = json.loads(json.dumps(value))
+    stack: list[Any] = [copy]
+    while stack:
+        node = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, item in list(items):
+            if isinstance(item, str):
+                node[key] = redact(item)[0]
+            elif isinstance(item, dict | list):
+                stack.append(item)
+    return copy
+
+
+def _has_secret(value: dict[str, Any] | list[Any]) -> bool:
+    stack: list[Any] = [value]
+    while stack:
+        node = stack.pop()
+        for item in node.values() if isinstance(node, dict) else node:
+            if isinstance(item, str):
+                if find_secrets(item):
+                    return True
+            elif isinstance(item, dict | list):
+                stack.append(item)
+    return False
