@@ -10,7 +10,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError, DataError, IntegrityError, connection
 from django.http import Http404, HttpRequest, HttpResponse
 from django.utils import timezone
-from ninja import NinjaAPI, Status
+from ninja import NinjaAPI, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 
@@ -20,8 +20,9 @@ from memories.api import router as memories_router
 from memories.models import ApiKey
 from memories.scratchpad_api import router as scratchpad_router
 from memories.services import hash_api_key
-from memoryhub import health, row_security
-from memoryhub.errors import DomainError, RateLimited
+from memoryhub import erasure, health, row_security
+from memoryhub.auth import ERRORS, api_key
+from memoryhub.errors import DomainError, Invalid, RateLimited
 from memoryhub.parsing import StorableJSONParser, UnstorableBody
 from retrieval.api import router as retrieval_router
 
@@ -145,6 +146,25 @@ def get_health(request: HttpRequest) -> Status[Any]:
     """Database, broker and embedder status; 503 when the database or broker is down."""
     report = health.check()
     return Status(503 if report["status"] == "unavailable" else 200, report)
+
+
+class ErasureOut(Schema):
+    """What ``DELETE /users/{user_id}`` removed, per kind (the evidence of an erasure)."""
+
+    user_id: str
+    erased: dict[str, int]
+
+
+@api.delete("/users/{user_id}", tags=["users"], response={200: ErasureOut, **ERRORS})
+def erase_user(request: HttpRequest, user_id: str) -> dict[str, Any]:
+    """Erase one end user of the key's project: memories (with revisions, links, vectors),
+    conversations, capture jobs, retrieval log rows, scratchpad entries and derived cache entries.
+    Irreversible; answers the counts. Other users' memories stay (a shared memory that superseded
+    one of theirs keeps its text, without the pointer)."""
+    if not user_id.strip() or len(user_id) > 255:
+        raise Invalid("user_id must be 1 to 255 characters", code="invalid_user_id")
+    counts = erasure.erase_user(project=api_key(request).project, user_id=user_id)
+    return {"user_id": user_id, "erased": counts}
 
 
 api.add_router("/", memories_router)

@@ -127,6 +127,7 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "django_htmx",
     "template_partials",
+    "memoryhub",
     "memories",
     "retrieval",
     "capture",

@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 CACHE_TTL_SECONDS = 7 * 24 * 3600
 
 
-def _cache_key(model: str, text: str) -> str:
+def cache_key(model: str, text: str) -> str:
     return f"memoryhub:emb:{model}:{hashlib.sha256(text.encode()).hexdigest()}"
 
 
@@ -33,7 +33,7 @@ def embed_texts(texts: Sequence[str], *, embedder: Embedder) -> Vectors:
     """
     if not texts:
         return np.zeros((0, embedder.dimension), dtype=np.float32)
-    keys = [_cache_key(embedder.name, text) for text in texts]
+    keys = [cache_key(embedder.name, text) for text in texts]
     try:
         cached: list[Any] = list(redis_client().mget(keys))
     except redis.RedisError:

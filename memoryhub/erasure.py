@@ -1,0 +1,90 @@
+"""Erase one end user of a project: every row that holds what they said or what was kept of it.
+
+``erase_user`` deletes, in one transaction, the user's memories (with their revisions, links
+and vectors), conversations (with messages), capture jobs, retrieval log rows, scratchpad
+entries and keyword statistics, and then drops the Redis entries derived from them: the session
+tails of their conversations and the cached vectors of their memories' and messages' texts.
+It returns the count per kind as evidence. Used by ``manage.py erase_user`` and
+``DELETE /api/v1/users/{user_id}`` (DECISIONS.md "Erasing a user").
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+import redis
+from django.db import transaction
+
+from capture.models import CaptureJob
+from conversations.session import session_key
+from memories.models import (
+    Conversation,
+    Embedding,
+    Memory,
+    MemoryEdge,
+    MemoryRevision,
+    Message,
+    Project,
+    ScratchpadEntry,
+)
+from memoryhub.redis import redis_client
+from retrieval.models import KeywordStats, RetrievalLog
+from retrieval.vector_cache import cache_key
+
+log = logging.getLogger(__name__)
+
+
+def erase_user(*, project: Project, user_id: str) -> dict[str, int]:
+    """Delete everything ``user_id`` left in ``project``; the number of rows (and cache entries) per kind."""
+    with transaction.atomic(durable=True):
+        memories = Memory.objects.filter(project=project, user_id=user_id)
+        memory_ids = list(memories.values_list("pk", flat=True))
+        conversations = Conversation.objects.filter(project=project, user_id=user_id)
+        texts = [
+            *memories.values_list("content", flat=True),
+            *Message.objects.filter(conversation__in=conversations).values_list("content", flat=True),
+        ]
+        models = {*Embedding.objects.filter(memory_id__in=memory_ids).values_list("model", flat=True)}
+        models |= {*Message.objects.filter(conversation__in=conversations).values_list("embedding_model", flat=True)}
+        models.discard("")
+        conversation_ids = list(conversations.values_list("pk", flat=True))
+        counts = {
+            "memories": len(memory_ids),
+            "revisions": MemoryRevision.objects.filter(memory_id__in=memory_ids).count(),
+            "links": MemoryEdge.objects.filter(from_memory_id__in=memory_ids).count()
+            + MemoryEdge.objects.filter(to_memory_id__in=memory_ids).exclude(from_memory_id__in=memory_ids).count(),
+            "embeddings": Embedding.objects.filter(memory_id__in=memory_ids).count(),
+            "conversations": len(conversation_ids),
+            "messages": Message.objects.filter(conversation_id__in=conversation_ids).count(),
+        }
+        # Another user's successor may supersede one of these (a shared memory): it stays,
+        # without the pointer. The user's own chain links go with the rows.
+        Memory.objects.filter(supersedes_id__in=memory_ids).update(supersedes=None)
+        memories.delete()
+        conversations.delete()
+        counts["capture_jobs"] = _delete(CaptureJob.objects.filter(project=project, user_id=user_id))
+        counts["retrieval_logs"] = _delete(RetrievalLog.objects.filter(project=project, user_id=user_id))
+        counts["scratchpad_entries"] = _delete(ScratchpadEntry.objects.filter(project=project, user_id=user_id))
+        counts["keyword_stats"] = _delete(KeywordStats.objects.filter(project=project, owner=user_id))
+    counts["cache_entries"] = _drop_cached(conversation_ids, texts, models)
+    log.info("erased user %r of project %s: %s", user_id, project.slug, counts)
+    return counts
+
+
+def _delete(queryset: Any) -> int:
+    return int(queryset.delete()[1].get(queryset.model._meta.label, 0))
+
+
+def _drop_cached(conversation_ids: Iterable[Any], texts: list[str], models: set[str]) -> int:
+    """Session tails and cached text vectors; Redis being down leaves them to expire (TTLs)."""
+    keys = [session_key(c) for c in conversation_ids]
+    keys += [cache_key(model, text) for model in models for text in texts]
+    if not keys:
+        return 0
+    try:
+        return int(redis_client().delete(*keys))
+    except redis.RedisError:
+        log.warning("erasure: Redis unavailable; %d cache entries are left to expire", len(keys))
+        return 0
