@@ -112,6 +112,11 @@ elif not SECRET_KEY:
 
 # Production sits behind a TLS-terminating proxy that sets X-Forwarded-Proto (README "Deploying").
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = MEMORYHUB_PRODUCTION
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = CSRF_COOKIE_SAMESITE = "Lax"
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if MEMORYHUB_PRODUCTION else None
 SECURE_SSL_REDIRECT = MEMORYHUB_PRODUCTION and MEMORYHUB_SSL_REDIRECT
 SECURE_REDIRECT_EXEMPT = [r"^api/v1/health$"]  # load balancers probe over plain HTTP
@@ -137,6 +142,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "memoryhub.row_security.RowSecurityMiddleware",
+    "memoryhub.security.SecurityHeadersMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -20,3 +20,12 @@
     flash("Could not reach the server. Check your connection and try again.", "error");
   });
 })();
+
+// Behaviour that would otherwise be inline handlers (the CSP allows no inline script):
+// a select that submits its form when changed, and a field that selects itself on focus.
+document.addEventListener("change", function (event) {
+  if (event.target.matches("select[data-submit-on-change]")) event.target.form.submit();
+});
+document.addEventListener("focusin", function (event) {
+  if (event.target.matches("[data-select-on-focus]")) event.target.select();
+});

@@ -1,0 +1,28 @@
+// Review shortcuts: j/k move between cards, a approve, r reject, e edit, x tick.
+(function () {
+  function cards() { return Array.from(document.querySelectorAll(".review-card")); }
+  function current() { return document.activeElement && document.activeElement.closest(".review-card"); }
+  function focusAt(i) { var list = cards(); if (list.length) { list[Math.max(0, Math.min(i, list.length - 1))].focus(); } }
+  var lastIndex = 0;
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    var tag = (event.target.tagName || "").toLowerCase();
+    if (tag === "input" || tag === "textarea" || tag === "select") return;
+    var card = current(), list = cards(), index = card ? list.indexOf(card) : -1;
+    if (event.key === "j") { focusAt(index + 1); }
+    else if (event.key === "k") { focusAt(index < 0 ? 0 : index - 1); }
+    else if (!card) { return; }
+    else if (event.key === "a") { lastIndex = index; card.querySelector('[data-key="a"]').click(); }
+    else if (event.key === "r") { lastIndex = index; card.querySelector('[data-key="r"]').click(); }
+    else if (event.key === "x") { var box = card.querySelector('input[type=checkbox]'); if (box) box.checked = !box.checked; }
+    else if (event.key === "e") {
+      var details = card.querySelector(".edit-approve"); details.open = true;
+      details.querySelector("textarea").focus();
+    } else { return; }
+    event.preventDefault();
+  });
+  // After a card is approved or rejected, keep the reviewer's place in the queue.
+  document.body.addEventListener("htmx:afterSettle", function () {
+    if (!current() && cards().length && document.activeElement === document.body) focusAt(lastIndex);
+  });
+})();
