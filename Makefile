@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export MEMORYHUB_HOME ?= $(CURDIR)/.memoryhub
 
-.PHONY: install run test lint format stop lock browser clean bench mpnet
+.PHONY: install run test lint format stop lock browser clean bench mpnet fuzz
 
 install: $(STAMP)
 
@@ -44,6 +44,13 @@ format: install
 # Tests get servers of their own under $(MEMORYHUB_HOME)/test: never the demo's data.
 test: install browser lint
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/test MEMORYHUB_STOP_SERVERS=1 $(PY) -m pytest
+
+# Deep fuzzing (issue 17): Schemathesis with many examples per operation and the isolation
+# fuzzer at 50,000 requests; `make test` runs both at their quick sizes.
+fuzz: install
+	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/test SCHEMA_FUZZ_EXAMPLES=$${SCHEMA_FUZZ_EXAMPLES:-60} \
+		ISOLATION_FUZZ_REQUESTS=$${ISOLATION_FUZZ_REQUESTS:-50000} \
+		$(PY) -m pytest -p no:logging -s -q tests/trust/test_schema_fuzz.py tests/trust/test_isolation_fuzz.py
 
 stop: install
 	$(PY) -m memoryhub.embedded stop

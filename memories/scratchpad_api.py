@@ -34,9 +34,10 @@ def search_scratchpad(
     return {"items": items}
 
 
-@router.api_operation(["PUT", "DELETE"], "/scratchpad/search", response=ERRORS, include_in_schema=False)
+@router.api_operation(["PUT", "DELETE"], "/scratchpad/search", response=ERRORS)
 def reserved_search_key(request: HttpRequest) -> HttpResponse:
-    """Writes to the key ``search`` land here, not at /scratchpad/{key}."""
+    """``search`` is a reserved key: writing or deleting it answers 422 ``invalid_key``
+    (documented, so that the ``Allow`` header of this path lists what it answers)."""
     raise Invalid("key: 'search' is reserved", code="invalid_key")
 
 

@@ -143,6 +143,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "memoryhub.row_security.RowSecurityMiddleware",
     "memoryhub.security.SecurityHeadersMiddleware",
+    "memoryhub.errors.ApiErrorEnvelopeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -222,3 +222,11 @@ def test_an_unknown_api_path_is_a_404_in_the_envelope(api):
         "application/json",
         "not_found",
     )
+
+
+def test_a_method_the_route_does_not_take_answers_405_in_the_envelope(api):
+    response = api.client.put("/api/v1/health")
+    assert response.status_code == 405
+    assert response["Content-Type"].startswith("application/json")
+    assert response.json()["error"]["code"] == "method_not_allowed"
+    assert "GET" in response["Allow"]
