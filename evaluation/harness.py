@@ -1,0 +1,128 @@
+"""The processes and HTTP client that load runs and fault drills drive: gunicorn, a Celery
+worker and beat, started from this process's settings (its ``MEMORYHUB_HOME`` servers)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class Service:
+    """gunicorn (configured like `make run`), and optionally a Celery worker and beat."""
+
+    def __init__(self, *, worker: bool = True, beat: bool = False, env: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.env = {**os.environ, **(env or {})}
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.wanted = {"web": True, "worker": worker, "beat": beat}
+
+    def command(self, name: str) -> list[str]:
+        python = sys.executable
+        if name == "web":
+            return [
+                python, "-m", "gunicorn", "memoryhub.wsgi:application", "--config", "python:memoryhub.gunicorn_conf",
+                "--bind", f"127.0.0.1:{self.port}", "--log-level", "warning",
+            ]  # fmt: skip
+        if name == "worker":
+            return [python, "-m", "celery", "-A", "memoryhub", "worker", "--loglevel", "WARNING", "--concurrency", "2"]
+        return [python, "-m", "celery", "-A", "memoryhub", "beat", "--loglevel", "WARNING"]
+
+    def start(self, name: str) -> None:
+        log = open(Path(self.env.get("MEMORYHUB_HOME", "/tmp")) / f"harness-{name}.log", "ab")  # noqa: SIM115
+        self.processes[name] = subprocess.Popen(self.command(name), env=self.env, stdout=log, stderr=log)
+
+    def __enter__(self) -> Service:
+        for name, wanted in self.wanted.items():
+            if wanted:
+                self.start(name)
+        self.wait_healthy()
+        return self
+
+    def wait_healthy(self, timeout: float = 90) -> float:
+        """Seconds until /health answers 200."""
+        started = time.monotonic()
+        while time.monotonic() - started < timeout:
+            try:
+                status, _ = self.call("GET", "/api/v1/health", timeout=3)
+                if status == 200:
+                    return time.monotonic() - started
+            except OSError:
+                pass
+            time.sleep(0.3)
+        raise RuntimeError("the service did not become healthy")
+
+    def kill(self, name: str) -> None:
+        """SIGKILL (a crash, not a shutdown)."""
+        process = self.processes[name]
+        for pid in _descendants(process.pid):
+            os.kill(pid, signal.SIGKILL)
+        process.kill()
+        process.wait(30)
+
+    def __exit__(self, *exc: object) -> None:
+        for process in self.processes.values():
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes.values():
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+    def call(self, method: str, path: str, body: Any = None, *, key: str = "", timeout: float = 30) -> tuple[int, Any]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            headers = {"Content-Type": "application/json"}
+            if key:
+                headers["Authorization"] = f"Bearer {key}"
+            conn.request(method, path, None if body is None else json.dumps(body), headers)
+            response = conn.getresponse()
+            raw = response.read()
+        finally:
+            conn.close()
+        try:
+            return response.status, json.loads(raw) if raw else None
+        except ValueError:
+            return response.status, raw.decode(errors="replace")
+
+    def pids(self) -> dict[str, list[int]]:
+        """Each process and its children (gunicorn workers, Celery pool processes)."""
+        return {name: [p.pid, *_descendants(p.pid)] for name, p in self.processes.items() if p.poll() is None}
+
+
+def rss_mib(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        return None
+    return None
+
+
+def _descendants(pid: int) -> list[int]:
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found += [int(entry.name), *_descendants(int(entry.name))]
+    return found
