@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export MEMORYHUB_HOME ?= $(CURDIR)/.memoryhub
 
-.PHONY: install run test lint format stop lock browser clean bench mpnet fuzz
+.PHONY: install run test lint format stop lock browser clean bench mpnet fuzz drills load
 
 install: $(STAMP)
 
@@ -51,6 +51,16 @@ fuzz: install
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/test SCHEMA_FUZZ_EXAMPLES=$${SCHEMA_FUZZ_EXAMPLES:-60} \
 		ISOLATION_FUZZ_REQUESTS=$${ISOLATION_FUZZ_REQUESTS:-50000} \
 		$(PY) -m pytest -p no:logging -s -q tests/trust/test_schema_fuzz.py tests/trust/test_isolation_fuzz.py
+
+# Fault drills and a bounded load run (issue 17; DECISIONS.md "Drills and load"), each on
+# servers of its own under $(MEMORYHUB_HOME)/drills and /load: never the demo's data.
+drills: install
+	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/drills $(PY) manage.py migrate --noinput -v 0
+	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/drills $(PY) manage.py drills
+
+load: install
+	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/load $(PY) manage.py migrate --noinput -v 0
+	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/load $(PY) manage.py load_test $${LOAD_ARGS:---seconds 630 --clients 4}
 
 stop: install
 	$(PY) -m memoryhub.embedded stop

@@ -1,0 +1,251 @@
+"""python manage.py drills (``make drills``): fault drills against a running service, with counts.
+
+Starts gunicorn, a Celery worker and beat on this home's embedded servers (capture sweeper
+timers lowered so a drill ends in minutes) and runs, one after the other:
+
+- ``postgres-bulk``: Postgres stopped for a few seconds, then started, while a client posts
+  bulk writes (retrying what failed, as a client should);
+- ``postgres-capture``: the same while captures are submitted and processed;
+- ``redis-capture``: Redis stopped while captures are submitted (the broker is gone: the jobs
+  wait in Postgres and the sweeper queues them when Redis is back);
+- ``redis-retrieve``: Redis stopped during retrieves (cache and rate limit degrade; answers
+  must still come);
+- ``worker-kill``: the Celery worker SIGKILLed while it works through captures, then started.
+
+After each: acknowledged writes or captures that were lost, duplicate memories, memories still
+without an embedding once the sweepers had their turn, requests that failed, and the seconds
+until ``/health`` was green again without a manual step. Prints a table and one JSON line.
+Uses only the embedded servers (``DATABASE_URL``/``REDIS_URL`` unset).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connection
+
+from evaluation.harness import Service
+from memories import services
+from memories.models import Memory
+from memoryhub import embedded
+
+DRILLS = ["postgres-bulk", "postgres-capture", "redis-capture", "redis-retrieve", "worker-kill"]
+ENV = {
+    "MEMORYHUB_CAPTURE_REQUEUE_QUEUED_AFTER": "5",
+    "MEMORYHUB_CAPTURE_REQUEUE_RUNNING_AFTER": "20",
+}
+OUTAGE_SECONDS = 4.0
+WAIT_SECONDS = 150.0
+
+
+class Command(BaseCommand):
+    help = "Fault drills (Postgres/Redis outages, worker crash) against a live service; counts what was lost."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--only", nargs="*", choices=DRILLS, help="run only these drills")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if settings.DATABASE_URL or settings.REDIS_URL:
+            raise CommandError("drills stop and start the embedded servers: unset DATABASE_URL and REDIS_URL")
+        home = Path(settings.MEMORYHUB_HOME)
+        project = services.project_get_or_create(slug=f"drills-{uuid.uuid4().hex[:6]}", team_slug="drills")
+        project.retrieval_rate_limit = 0
+        project.save(update_fields=["retrieval_rate_limit"])
+        key = services.api_key_create(project=project, name="drills")[1]
+        results = []
+        with Service(worker=True, beat=True, env=ENV) as service:
+            drill = Drill(service, key, home, project.pk)
+            for name in options["only"] or DRILLS:
+                self.stderr.write(f"drill {name}…")
+                results.append({"drill": name, **getattr(drill, name.replace("-", "_"))()})
+        self.stdout.write(_table(results))
+        self.stdout.write(json.dumps(results))
+
+
+class Drill:
+    def __init__(self, service: Service, key: str, home: Path, project_id: int) -> None:
+        self.service, self.key, self.home, self.project_id = service, key, home, project_id
+
+    # --- the drills ---------------------------------------------------------------------------
+
+    def postgres_bulk(self) -> dict[str, Any]:
+        tag = f"bulk-{uuid.uuid4().hex[:6]}"
+        batches = [[{"user_id": "drill-bulk", "content": f"{tag} fact {b}-{i}."} for i in range(10)] for b in range(30)]
+        acked: list[str] = []
+        failed = 0
+
+        def client() -> None:
+            nonlocal failed
+            for batch in batches:
+                if self._retry("POST", "/api/v1/memories/bulk", {"memories": batch}, ok=(201,)):
+                    acked.extend(item["content"] for item in batch)
+                else:
+                    failed += 1
+
+        healthy = self._during_outage(client, lambda: embedded.stop_postgres(self.home), self._start_postgres)
+        return {**self._memories_check(tag, acked), "requests_given_up": failed, "healthy_again_s": healthy}
+
+    def postgres_capture(self) -> dict[str, Any]:
+        stop, start = (lambda: embedded.stop_postgres(self.home)), self._start_postgres
+        return self._captures_during_outage(stop, start, count=20, says="I live in Town{n}x{tag}.")
+
+    def redis_capture(self) -> dict[str, Any]:
+        stop, start = (lambda: embedded.stop_redis(self.home)), self._start_redis
+        return self._captures_during_outage(stop, start, count=15, says="I work at Shop{n}x{tag}.")
+
+    def _captures_during_outage(
+        self, stop: Callable[[], None], start: Callable[[], None], *, count: int, says: str
+    ) -> dict[str, Any]:
+        jobs: list[tuple[str, str]] = []
+        tag = uuid.uuid4().hex[:6]
+
+        def client() -> None:
+            for n in range(count):
+                answer = self._capture(f"drill-{tag}-{n}", says.format(n=n, tag=tag))
+                if answer:
+                    jobs.append(answer)
+                time.sleep(0.2)
+
+        healthy = self._during_outage(client, stop, start)
+        return {**self._captures_check(jobs, expected=count), "healthy_again_s": healthy}
+
+    def _capture(self, user: str, text: str) -> tuple[str, str] | None:
+        body = {"user_id": user, "trigger": "turn", "messages": [{"role": "user", "content": text}]}
+        answer = self._retry("POST", "/api/v1/capture", body, ok=(202,))
+        return (answer["job_id"], user) if answer else None
+
+    def redis_retrieve(self) -> dict[str, Any]:
+        statuses: Counter[str] = Counter()
+        degraded: Counter[str] = Counter()
+
+        def client() -> None:
+            for n in range(40):
+                status: int | str
+                try:
+                    status, body = self.service.call(
+                        "POST", "/api/v1/retrieve", {"user_id": "drill-bulk", "query": f"fact {n}"}, key=self.key
+                    )
+                except OSError as error:
+                    status, body = type(error).__name__, None
+                statuses[str(status)] += 1
+                for stage in (body or {}).get("degraded", []) if isinstance(body, dict) else []:
+                    degraded[stage] += 1
+                time.sleep(0.15)
+
+        healthy = self._during_outage(client, lambda: embedded.stop_redis(self.home), self._start_redis)
+        return {"retrieves": dict(statuses), "degraded": dict(degraded), "healthy_again_s": healthy}
+
+    def worker_kill(self) -> dict[str, Any]:
+        jobs: list[tuple[str, str]] = []
+        tag = uuid.uuid4().hex[:6]
+        for n in range(40):
+            user = f"drill-wk-{tag}-{n}"
+            body = {
+                "user_id": user,
+                "trigger": "turn",
+                "messages": [{"role": "user", "content": f"My dog is called Rex{n}x{tag}."}],
+            }
+            answer = self._retry("POST", "/api/v1/capture", body, ok=(202,))
+            if answer:
+                jobs.append((answer["job_id"], user))
+        time.sleep(0.3)
+        self.service.kill("worker")
+        time.sleep(2)
+        self.service.start("worker")
+        return {**self._captures_check(jobs, expected=40), "healthy_again_s": round(self.service.wait_healthy(), 1)}
+
+    # --- helpers ------------------------------------------------------------------------------
+
+    def _during_outage(self, client: Callable[[], None], stop: Callable[[], None], start: Callable[[], None]) -> float:
+        thread = threading.Thread(target=client)
+        thread.start()
+        time.sleep(1.0)
+        stop()
+        time.sleep(OUTAGE_SECONDS)
+        start()
+        restarted = time.monotonic()
+        thread.join()
+        healthy = self.service.wait_healthy()
+        return round(max(healthy, time.monotonic() - restarted - 0), 1)
+
+    def _start_postgres(self) -> None:
+        embedded.start_postgres(self.home)
+
+    def _start_redis(self) -> None:
+        embedded.start_redis(self.home)
+
+    def _retry(self, method: str, path: str, body: Any, *, ok: tuple[int, ...], attempts: int = 60) -> Any:
+        for _ in range(attempts):
+            try:
+                status, answer = self.service.call(method, path, body, key=self.key, timeout=15)
+                if status in ok:
+                    return answer or True
+            except OSError:
+                pass
+            time.sleep(0.5)
+        return None
+
+    def _memories_check(self, tag: str, acked: list[str]) -> dict[str, Any]:
+        connection.close()
+        stored = Counter(Memory.objects.filter(content__startswith=tag).values_list("content", flat=True))
+        return {
+            "acknowledged": len(acked),
+            "lost": sum(1 for content in acked if content not in stored),
+            "duplicates": sum(n - 1 for n in stored.values() if n > 1),
+            "without_embedding": self._unembedded(Memory.objects.filter(content__startswith=tag)),
+        }
+
+    def _captures_check(self, jobs: list[tuple[str, str]], *, expected: int) -> dict[str, Any]:
+        deadline = time.monotonic() + WAIT_SECONDS
+        finished: dict[str, str] = {}
+        while time.monotonic() < deadline and len(finished) < len(jobs):
+            for job_id, user in jobs:
+                if job_id in finished:
+                    continue
+                try:
+                    status, body = self.service.call("GET", f"/api/v1/capture/{job_id}?user_id={user}", key=self.key)
+                except OSError:
+                    continue
+                if status == 200 and body["status"] in ("done", "failed", "coalesced"):
+                    finished[job_id] = body["status"]
+            time.sleep(1)
+        connection.close()
+        users = [user for _, user in jobs]
+        memories = Memory.objects.filter(project_id=self.project_id, user_id__in=users)
+        per_user = Counter(memories.values_list("user_id", "content"))
+        return {
+            "submitted": expected,
+            "acknowledged": len(jobs),
+            "lost": expected - sum(1 for s in finished.values() if s == "done"),
+            "failed_jobs": sum(1 for s in finished.values() if s == "failed"),
+            "memories": memories.count(),
+            "duplicates": sum(n - 1 for n in per_user.values() if n > 1),
+            "without_embedding": self._unembedded(memories),
+        }
+
+    def _unembedded(self, queryset: Any) -> int:
+        """Memories not ``ready`` once the embedding sweeper (every 60 s) has had its turn."""
+        deadline = time.monotonic() + 130
+        while time.monotonic() < deadline:
+            left = queryset.exclude(embedding_status="ready").count()
+            if left == 0:
+                return 0
+            time.sleep(5)
+        return int(queryset.exclude(embedding_status="ready").count())
+
+
+def _table(results: list[dict[str, Any]]) -> str:
+    lines = ["fault drills"]
+    for result in results:
+        figures = ", ".join(f"{k} {v}" for k, v in result.items() if k != "drill")
+        lines.append(f"  {result['drill']:17} {figures}")
+    return "\n".join(lines)
