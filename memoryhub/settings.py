@@ -337,6 +337,12 @@ env.reserve("MEMORYHUB_LOCAL_LLM", "MEMORYHUB_LOCAL_LLM_PORT", "MEMORYHUB_RELEVA
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
+# The users in the database, behind sign-in throttling (memoryhub/login_throttle.py); the plain
+# model backend stays listed so sessions signed in before it keep working.
+AUTHENTICATION_BACKENDS = [
+    "memoryhub.login_throttle.ThrottledModelBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
