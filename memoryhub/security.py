@@ -28,8 +28,6 @@ CONTENT_SECURITY_POLICY = "; ".join(
     ]
 )
 PERMISSIONS_POLICY = "camera=(), microphone=(), geolocation=(), payment=(), usb=()"
-# django-ninja's Swagger page is the one HTML page built from a CDN and an inline script.
-CSP_EXEMPT_PREFIXES = ("/api/v1/docs",)
 
 
 class SecurityHeadersMiddleware:
@@ -38,7 +36,6 @@ class SecurityHeadersMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        if not request.path.startswith(CSP_EXEMPT_PREFIXES):
-            response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
         response.headers.setdefault("Permissions-Policy", PERMISSIONS_POLICY)
         return response

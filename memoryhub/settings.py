@@ -132,6 +132,8 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "django_htmx",
     "template_partials",
+    # django-ninja as an app: its API docs page uses the Swagger UI files it ships, not a CDN.
+    "ninja",
     "memoryhub",
     "memories",
     "retrieval",

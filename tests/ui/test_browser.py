@@ -132,3 +132,17 @@ def test_a_viewer_has_no_edit_control_and_a_direct_post_is_refused(page, live_se
     )
     assert status == 403
     assert Memory.objects.get(pk=memory.pk).content == "Viewers cannot change me."
+
+
+def test_the_api_docs_render_offline_under_the_content_security_policy(page, live_server):
+    """Issue 16 defect 3 / issue 17 defect 7: Swagger from the files django-ninja ships, no CDN."""
+    messages: list[str] = []
+    requested: list[str] = []
+    page.on("console", lambda message: messages.append(message.text))
+    page.on("request", lambda request: requested.append(request.url))
+    page.goto(f"{live_server.url}/api/v1/docs")
+    page.wait_for_selector(".swagger-ui .info .title", timeout=15_000)
+    assert "MemoryHub API" in page.inner_text(".swagger-ui .info .title")
+    external = [url for url in requested if not url.startswith(live_server.url)]
+    blocked = [text for text in messages if "Content Security Policy" in text]
+    assert (external, blocked) == ([], [])
