@@ -137,6 +137,7 @@ INSTALLED_APPS = [
     "retrieval",
     "capture",
     "evaluation",
+    "integrations",
     "ui",
 ]
 
