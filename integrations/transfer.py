@@ -384,6 +384,7 @@ def import_lines(*, project: Project, lines: Iterable[str], actor: str = "system
     result = ImportResult()
     plan = _Plan()
     seen_memories: set[str] = set()
+    header_seen = False
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
@@ -396,6 +397,7 @@ def import_lines(*, project: Project, lines: Iterable[str], actor: str = "system
                 raise _Bad("a line must be a JSON object")
             kind = item.get("type")
             if kind == "header":
+                header_seen = True
                 if item.get("format") != FORMAT or item.get("version") != VERSION:
                     raise _Bad(f"not a {FORMAT} version {VERSION} file")
             elif kind == "memory":
@@ -412,6 +414,8 @@ def import_lines(*, project: Project, lines: Iterable[str], actor: str = "system
                 raise _Bad(f"unknown type {kind!r}")
         except _Bad as error:
             result.rejected.append(Rejected(number, str(error)))
+    if not header_seen and not result.rejected:
+        result.rejected.append(Rejected(1, f"no header line: not a {FORMAT} file"))
     existing = _existing(project, "memory", Memory, [m["source_id"] for _, m in plan.memories])
     known = seen_memories | set(existing)
     for number, memory in plan.memories:

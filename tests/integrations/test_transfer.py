@@ -125,3 +125,36 @@ def test_commands_export_and_import(api, tmp_path) -> None:
     path.write_text(out.getvalue() + '{"type": "memory"}\n')
     with pytest.raises(CommandError, match="rejected"):
         call_command("import", "--project", "acme-copy", str(path), stdout=io.StringIO())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_api_export_and_import(api, other_api) -> None:
+    build_history(api)
+    response = api.client.get("/api/v1/export?conversations=true", headers=api._headers())
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/x-ndjson"
+    body = b"".join(response.streaming_content).decode()
+    assert body.splitlines() == export(api.project)
+
+    def post(text: str | bytes, key: str = other_api.key):
+        return other_api.client.post(
+            "/api/v1/import", text, content_type="application/x-ndjson", headers={"Authorization": f"Bearer {key}"}
+        )
+
+    imported = post(body)
+    assert imported.status_code == 200, imported.content
+    assert imported.json()["imported"]["memories"] == 6
+    assert post(body).json()["imported"]["memories"] == 0
+    again = other_api.client.get("/api/v1/export?conversations=true", headers=other_api._headers())
+    assert b"".join(again.streaming_content).decode() == body
+
+    rejected = post(body + "{broken\n")
+    assert rejected.status_code == 422
+    error = rejected.json()["error"]
+    assert error["code"] == "import_rejected" and error["details"][0]["line"] == len(body.splitlines()) + 1
+    assert post(b"\xff\xfe").json()["error"]["code"] == "import_rejected"
+    assert post("").status_code == 422
+    assert post(body, key="mh_wrong").status_code == 401
+    # A user filter only exports that user's rows.
+    bob = api.client.get("/api/v1/export?user_id=bob", headers=api._headers())
+    assert len(b"".join(bob.streaming_content).decode().splitlines()) == 2
