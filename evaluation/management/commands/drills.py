@@ -21,6 +21,9 @@ Uses only the embedded servers (``DATABASE_URL``/``REDIS_URL`` unset).
 from __future__ import annotations
 
 import json
+import os
+import signal
+import sys
 import threading
 import time
 import uuid
@@ -33,9 +36,10 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 
+from capture.models import CaptureJob
 from evaluation.harness import Service
 from memories import services
-from memories.models import Memory
+from memories.models import Memory, Project
 from memoryhub import embedded
 
 DRILLS = ["postgres-bulk", "postgres-capture", "redis-capture", "redis-retrieve", "worker-kill"]
@@ -54,9 +58,13 @@ class Command(BaseCommand):
         parser.add_argument("--only", nargs="*", choices=DRILLS, help="run only these drills")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if settings.DATABASE_URL or settings.REDIS_URL:
-            raise CommandError("drills stop and start the embedded servers: unset DATABASE_URL and REDIS_URL")
+        # A SIGTERM (Ctrl-C's cousin) still stops the children the harness started.
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))
         home = Path(settings.MEMORYHUB_HOME)
+        if os.environ.get("DATABASE_URL") != embedded.database_url(home) or os.environ.get(
+            "REDIS_URL"
+        ) != embedded.redis_url(home):
+            raise CommandError("drills stop and start the embedded servers: unset DATABASE_URL and REDIS_URL")
         project = services.project_get_or_create(slug=f"drills-{uuid.uuid4().hex[:6]}", team_slug="drills")
         project.retrieval_rate_limit = 0
         project.save(update_fields=["retrieval_rate_limit"])
@@ -74,6 +82,7 @@ class Command(BaseCommand):
 class Drill:
     def __init__(self, service: Service, key: str, home: Path, project_id: int) -> None:
         self.service, self.key, self.home, self.project_id = service, key, home, project_id
+        self.failed_attempts = 0  # requests that failed and were sent again: the outage was felt
 
     # --- the drills ---------------------------------------------------------------------------
 
@@ -86,13 +95,20 @@ class Drill:
         def client() -> None:
             nonlocal failed
             for batch in batches:
+                time.sleep(0.2)  # spread the writes over the outage
                 if self._retry("POST", "/api/v1/memories/bulk", {"memories": batch}, ok=(201,)):
                     acked.extend(item["content"] for item in batch)
                 else:
                     failed += 1
 
         healthy = self._during_outage(client, lambda: embedded.stop_postgres(self.home), self._start_postgres)
-        return {**self._memories_check(tag, acked), "requests_given_up": failed, "healthy_again_s": healthy}
+        felt = self.failed_attempts
+        return {
+            **self._memories_check(tag, acked),
+            "failed_attempts_retried": felt,
+            "requests_given_up": failed,
+            "healthy_again_s": healthy,
+        }
 
     def postgres_capture(self) -> dict[str, Any]:
         stop, start = (lambda: embedded.stop_postgres(self.home)), self._start_postgres
@@ -116,7 +132,12 @@ class Drill:
                 time.sleep(0.2)
 
         healthy = self._during_outage(client, stop, start)
-        return {**self._captures_check(jobs, expected=count), "healthy_again_s": healthy}
+        felt = self.failed_attempts
+        return {
+            **self._captures_check(jobs, expected=count),
+            "failed_attempts_retried": felt,
+            "healthy_again_s": healthy,
+        }
 
     def _capture(self, user: str, text: str) -> tuple[str, str] | None:
         body = {"user_id": user, "trigger": "turn", "messages": [{"role": "user", "content": text}]}
@@ -131,9 +152,8 @@ class Drill:
             for n in range(40):
                 status: int | str
                 try:
-                    status, body = self.service.call(
-                        "POST", "/api/v1/retrieve", {"user_id": "drill-bulk", "query": f"fact {n}"}, key=self.key
-                    )
+                    ask = {"user_id": "drill-bulk", "query": f"fact {n}", "turn_id": f"turn-{n % 5}"}
+                    status, body = self.service.call("POST", "/api/v1/retrieve", ask, key=self.key)
                 except OSError as error:
                     status, body = type(error).__name__, None
                 statuses[str(status)] += 1
@@ -141,31 +161,34 @@ class Drill:
                     degraded[stage] += 1
                 time.sleep(0.15)
 
+        # The per-user rate limit and the per-turn cache both live in Redis: turn them on.
+        Project.objects.filter(pk=self.project_id).update(retrieval_rate_limit=10_000)
         healthy = self._during_outage(client, lambda: embedded.stop_redis(self.home), self._start_redis)
         return {"retrieves": dict(statuses), "degraded": dict(degraded), "healthy_again_s": healthy}
 
     def worker_kill(self) -> dict[str, Any]:
         jobs: list[tuple[str, str]] = []
         tag = uuid.uuid4().hex[:6]
-        for n in range(40):
-            user = f"drill-wk-{tag}-{n}"
-            body = {
-                "user_id": user,
-                "trigger": "turn",
-                "messages": [{"role": "user", "content": f"My dog is called Rex{n}x{tag}."}],
-            }
-            answer = self._retry("POST", "/api/v1/capture", body, ok=(202,))
+        in_flight = 0
+        for n in range(60):
+            answer = self._capture(f"drill-wk-{tag}-{n}", f"My dog is called Rex{n}x{tag}.")
             if answer:
-                jobs.append((answer["job_id"], user))
-        time.sleep(0.3)
-        self.service.kill("worker")
+                jobs.append(answer)
+            if n == 30:  # mid-stream: some jobs done, some queued or running
+                connection.close()
+                unfinished = CaptureJob.objects.filter(project_id=self.project_id, status__in=("queued", "running"))
+                in_flight = unfinished.count()
+                self.service.kill("worker")
         time.sleep(2)
         self.service.start("worker")
-        return {**self._captures_check(jobs, expected=40), "healthy_again_s": round(self.service.wait_healthy(), 1)}
+        healthy = round(self.service.wait_healthy(), 1)
+        checked = self._captures_check(jobs, expected=60)
+        return {**checked, "unfinished_at_kill": in_flight, "healthy_again_s": healthy}
 
     # --- helpers ------------------------------------------------------------------------------
 
     def _during_outage(self, client: Callable[[], None], stop: Callable[[], None], start: Callable[[], None]) -> float:
+        self.failed_attempts = 0
         thread = threading.Thread(target=client)
         thread.start()
         time.sleep(1.0)
@@ -191,6 +214,7 @@ class Drill:
                     return answer or True
             except OSError:
                 pass
+            self.failed_attempts += 1
             time.sleep(0.5)
         return None
 
