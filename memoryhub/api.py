@@ -16,6 +16,7 @@ from ninja.security import HttpBearer
 
 from capture.api import router as capture_router
 from conversations.api import router as conversations_router
+from integrations.api import router as transfer_router
 from memories.api import router as memories_router
 from memories.models import ApiKey
 from memories.scratchpad_api import router as scratchpad_router
@@ -172,3 +173,4 @@ api.add_router("/", scratchpad_router)
 api.add_router("/", retrieval_router)
 api.add_router("/", capture_router)
 api.add_router("/", conversations_router)
+api.add_router("/", transfer_router)

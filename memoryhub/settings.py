@@ -139,6 +139,7 @@ INSTALLED_APPS = [
     "retrieval",
     "capture",
     "evaluation",
+    "integrations",
     "ui",
 ]
 

@@ -30,6 +30,9 @@ EXAMPLES = int(os.environ.get("SCHEMA_FUZZ_EXAMPLES", "4"))
 
 # /health answers 503 by design when a dependency is down (the suite's own database check
 # runs on a connection the test transaction holds); its contract is tested in tests/ops.
+# POST /import takes JSON lines (text): sent as the text it is.
+schemathesis.serializer.alias("application/x-ndjson", "text/plain")
+
 schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", get_wsgi_application()).exclude(path="/api/v1/health")
 
 
