@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import grimp
 
-PACKAGES = ("memoryhub", "memories", "conversations", "retrieval", "capture", "evaluation", "ui")
+PACKAGES = ("memoryhub", "memories", "conversations", "retrieval", "capture", "evaluation", "integrations", "ui")
 
 
 def import_cycles(graph: grimp.ImportGraph) -> list[list[str]]:
