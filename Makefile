@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export MEMORYHUB_HOME ?= $(CURDIR)/.memoryhub
 
-.PHONY: install run test lint format stop lock browser clean bench mpnet fuzz drills load
+.PHONY: install run test lint format stop lock browser clean bench mpnet fuzz drills drills-disk load
 
 install: $(STAMP)
 
@@ -57,6 +57,15 @@ fuzz: install
 drills: install
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/drills $(PY) manage.py migrate --noinput -v 0
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/drills $(PY) manage.py drills
+
+# The disk-full drill: the embedded servers on a 256 MiB tmpfs of their own (needs root to mount).
+drills-disk: install
+	mkdir -p $(MEMORYHUB_HOME)/diskfull
+	mountpoint -q $(MEMORYHUB_HOME)/diskfull || mount -t tmpfs -o size=256m,mode=0755 tmpfs $(MEMORYHUB_HOME)/diskfull
+	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/diskfull $(PY) manage.py migrate --noinput -v 0
+	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/diskfull $(PY) manage.py drills --only disk-full; status=$$?; \
+		MEMORYHUB_HOME=$(MEMORYHUB_HOME)/diskfull $(PY) -m memoryhub.embedded stop; \
+		umount $(MEMORYHUB_HOME)/diskfull; exit $$status
 
 load: install
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/load $(PY) manage.py migrate --noinput -v 0

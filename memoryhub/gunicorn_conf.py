@@ -5,8 +5,11 @@ Callers add only where to listen and how much to log.
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
+
+from gunicorn import util as gunicorn_util
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
 from django.conf import settings  # noqa: E402 - after the settings module is named
@@ -41,3 +44,25 @@ def post_worker_init(worker: Any) -> None:
     count_tokens("warm up")
     embedder_health()
     warm_up()
+
+
+# --- gunicorn's own error answers in the API's envelope ----------------------------------------
+# A request gunicorn refuses before Django sees it (a request line over `limit_request_line`:
+# 414; too many or too long headers: 431; a malformed request: 400) was answered with an HTML
+# page. gunicorn writes those through `gunicorn.util.write_error`; replaced here, in the master
+# before the workers fork, by the same JSON envelope every API error uses (issue 17, defect 7).
+_GUNICORN_CODES = {400: "bad_request", 403: "forbidden", 414: "uri_too_long", 431: "headers_too_large"}
+
+
+def _json_error(sock: Any, status_int: int, reason: str, mesg: str) -> None:
+    code = _GUNICORN_CODES.get(status_int, "server_error" if status_int >= 500 else "bad_request")
+    message = f"{reason}: {mesg}" if mesg else reason
+    body = json.dumps({"error": {"code": code, "message": message, "details": None}}).encode()
+    head = (
+        f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    )
+    gunicorn_util.write_nonblock(sock, head.encode("latin1") + body)
+
+
+gunicorn_util.write_error = _json_error

@@ -43,6 +43,8 @@ from memories.models import Memory, Project
 from memoryhub import embedded
 
 DRILLS = ["postgres-bulk", "postgres-capture", "redis-capture", "redis-retrieve", "worker-kill"]
+# Run only when asked (``make drills-disk``): it needs the home on a small filesystem of its own.
+ON_REQUEST = ["disk-full"]
 ENV = {
     "MEMORYHUB_CAPTURE_REQUEUE_QUEUED_AFTER": "5",
     "MEMORYHUB_CAPTURE_REQUEUE_RUNNING_AFTER": "20",
@@ -55,7 +57,7 @@ class Command(BaseCommand):
     help = "Fault drills (Postgres/Redis outages, worker crash) against a live service; counts what was lost."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--only", nargs="*", choices=DRILLS, help="run only these drills")
+        parser.add_argument("--only", nargs="*", choices=DRILLS + ON_REQUEST, help="run only these drills")
 
     def handle(self, *args: Any, **options: Any) -> None:
         # A SIGTERM (Ctrl-C's cousin) still stops the children the harness started.
@@ -185,6 +187,56 @@ class Drill:
         checked = self._captures_check(jobs, expected=60)
         return {**checked, "unfinished_at_kill": in_flight, "healthy_again_s": healthy}
 
+    def disk_full(self) -> dict[str, Any]:
+        """The embedded servers' filesystem fills up while memories are written, then frees."""
+        total = os.statvfs(self.home).f_blocks * os.statvfs(self.home).f_frsize
+        if total > 1024**3:
+            raise CommandError(
+                f"{self.home} is on a {total >> 20} MiB filesystem: run this drill via `make drills-disk`"
+            )
+        acked: list[str] = []
+        tag = uuid.uuid4().hex[:6]
+        for n in range(20):
+            status, body = self.service.call("POST", "/api/v1/memories", self._fact(tag, n), key=self.key)
+            if status == 201:
+                acked.append(body["id"])
+        filler = self.home / "filler"
+        _fill(filler)
+        statuses: Counter[str] = Counter()
+        enveloped = 0
+        for n in range(20, 80):
+            try:
+                status, body = self.service.call("POST", "/api/v1/memories", self._fact(tag, n), key=self.key)
+            except OSError as error:
+                statuses[type(error).__name__] += 1
+                continue
+            statuses[str(status)] += 1
+            if status == 201:
+                acked.append(body["id"])
+            elif isinstance(body, dict) and "error" in body:
+                enveloped += 1
+            time.sleep(0.3)
+        filler.unlink()
+        freed = time.monotonic()
+        healthy = self.service.wait_healthy(timeout=180)
+        after = self._retry("POST", "/api/v1/memories", self._fact(tag, 999), ok=(201,))
+        readable = 0
+        for memory_id in acked:
+            status, _ = self.service.call("GET", f"/api/v1/memories/{memory_id}?user_id=drill-disk", key=self.key)
+            readable += status == 200
+        return {
+            "while_full": dict(statuses),
+            "errors_in_envelope": enveloped,
+            "acknowledged": len(acked),
+            "lost": len(acked) - readable,
+            "writes_after_freeing": "ok" if after else "failed",
+            "healthy_again_s": round(max(healthy, time.monotonic() - freed), 1),
+        }
+
+    @staticmethod
+    def _fact(tag: str, n: int) -> dict[str, str]:
+        return {"user_id": "drill-disk", "content": f"{tag} disk fact number {n} " + "padding " * 40}
+
     # --- helpers ------------------------------------------------------------------------------
 
     def _during_outage(self, client: Callable[[], None], stop: Callable[[], None], start: Callable[[], None]) -> float:
@@ -265,6 +317,20 @@ class Drill:
                 return 0
             time.sleep(5)
         return int(queryset.exclude(embedding_status="ready").count())
+
+
+def _fill(path: Path) -> None:
+    """Write ``path`` until the filesystem is full (unbuffered, so nothing is left to flush)."""
+    chunk = b"\0" * (1 << 20)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        while len(chunk) >= 4096:
+            try:
+                os.write(descriptor, chunk)
+            except OSError:
+                chunk = chunk[: len(chunk) // 2]
+    finally:
+        os.close(descriptor)
 
 
 def _table(results: list[dict[str, Any]]) -> str:
