@@ -20,6 +20,7 @@ import numpy as np
 from django.conf import settings
 from django.db import DatabaseError, connection
 from django.db.models import Q
+from django.utils import timezone
 
 from conversations.window import clean_window, render_window
 from memories.models import Memory, MemoryEdge, Project, Status
@@ -173,8 +174,13 @@ def _from_cache(project: Project, request: RetrieveRequest, entry: dict[str, Any
     except (KeyError, TypeError, ValueError):
         return None
     memories = load_memories(project, request.user_id, [memory_id for memory_id, _, _ in hits])
-    if len(memories) != len(hits):
+    # What a fresh run could return: the search's statuses, not expired (see search()).
+    statuses = {Status.ACTIVE, Status.SUPERSEDED} if request.include_superseded else {Status.ACTIVE}
+    now = timezone.now()
+    fresh = {k: m for k, m in memories.items() if m.status in statuses and (m.expires_at is None or m.expires_at > now)}
+    if len(fresh) != len(hits):
         return None
+    memories = fresh
     chains = older_versions(project=project, memories=list(memories.values()), user_id=request.user_id)
     found = [
         Hit(memories[memory_id], score, matched_by, tuple(chains.get(memory_id, ())))

@@ -149,6 +149,18 @@ def test_a_cached_turn_never_answers_with_a_memory_deleted_since(api, alice_memo
     assert "green tea" not in second["injection"]
 
 
+def test_a_cached_turn_never_answers_with_a_memory_superseded_since(api, alice_memories):
+    first = retrieve(api, query="What does Alice drink?", turn_id="turn-sup", min_score=0)
+    tea = alice_memories["Alice's favourite drink is green tea."]
+    assert tea in [m["id"] for m in first["memories"]]
+    newer = api.post(
+        f"/memories/{tea}/supersede", {"user_id": "alice", "content": "Alice's favourite drink is coffee."}
+    )
+    assert newer.status_code == 201
+    second = retrieve(api, query="What does Alice drink?", turn_id="turn-sup", min_score=0)
+    assert second["cached"] is False and tea not in [m["id"] for m in second["memories"]]
+
+
 def test_a_cached_turn_has_the_same_body_as_the_first_answer(api, alice_memories):
     first = retrieve(api, query="What does Alice drink?", turn_id="turn-same", min_score=0)
     second = retrieve(api, query="What does Alice drink?", turn_id="turn-same", min_score=0)
