@@ -39,7 +39,7 @@ class ImportOut(Schema):
 @router.get(
     "/export",
     response={200: None, **ERRORS},
-    openapi_extra={"responses": {"200": {"description": "JSON lines", "content": {NDJSON: {"schema": {}}}}}},
+    openapi_extra={"responses": {200: {"description": "JSON lines", "content": {NDJSON: {"schema": {}}}}}},
 )
 def export(request: HttpRequest, query: Query[ExportQuery]) -> StreamingHttpResponse:
     """The key's project (or one user's part of it) as JSON lines: every version of every memory
