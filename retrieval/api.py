@@ -7,7 +7,7 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Router, Status
 
-from memories import services
+from memories import selectors, services
 from memories.schemas import MemoryOut, memory_out
 from memoryhub.auth import ERRORS, actor, api_key
 from retrieval.engine import RetrieveRequest, retrieve
@@ -56,5 +56,9 @@ def query_memory(request: HttpRequest, body: QueryMemoryIn) -> dict[str, Any]:
 def add_memory(request: HttpRequest, body: AddMemoryIn) -> Status[Any]:
     """The ``add_memory`` tool: store one memory for the user (embedded before the answer)."""
     draft = services.MemoryDraft(user_id=body.user_id, content=body.content, kind=body.type, category=body.category)
-    memory = services.memory_create(project=api_key(request).project, draft=draft, actor=actor(request))
-    return Status(201, memory_out(memory))
+    project = api_key(request).project
+    memory = services.memory_create(project=project, draft=draft, actor=actor(request))
+    # Re-read, as POST /memories does: the row as stored, embedding status included (issue 16, defect 4).
+    return Status(
+        201, memory_out(selectors.memory_get_visible(project=project, user_id=body.user_id, memory_id=memory.pk))
+    )

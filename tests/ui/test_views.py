@@ -430,3 +430,16 @@ def test_retry_puts_a_failed_job_back_in_the_queue_with_fresh_attempts(client_as
 def test_a_person_sees_only_their_own_teams_projects(client_as, project, other_project):
     page = client_as("viewer").get("/").content.decode()
     assert f"/p/{project.slug}/" in page and f"/p/{other_project.slug}/" not in page
+
+
+def test_adding_an_unknown_person_answers_the_form_with_its_error_not_a_500(client_as, project):
+    """Issue 16, defect 1: page_context() got add_form twice."""
+    response = client_as("admin").post(f"/p/{project.slug}/members/", {"username": "nobody-here", "role": "viewer"})
+    assert response.status_code == 422
+    assert "nobody-here" in response.content.decode()
+
+
+def test_an_invalid_key_form_answers_422_not_a_500(client_as, project):
+    """Issue 16, defect 1: page_context() got form twice."""
+    response = client_as("admin").post(f"/p/{project.slug}/keys/", {"name": "k" * 201})
+    assert response.status_code == 422

@@ -22,7 +22,8 @@ from ui.views.access import Access, done, is_htmx, page_context, project_view, r
 
 def _keys_context(access: Access, **extra: Any) -> dict[str, Any]:
     keys = ui_selectors.api_keys(project=access.project)
-    return page_context(access, keys=keys, form=ApiKeyForm(), nav="keys", **extra)
+    # ``extra`` may carry the form that failed validation: it replaces the empty one.
+    return page_context(access, **{"keys": keys, "form": ApiKeyForm(), "nav": "keys", **extra})
 
 
 @project_view(Role.ADMIN)
@@ -93,7 +94,8 @@ def project_settings(request: HttpRequest, access: Access) -> HttpResponse:
 
 def _members_context(access: Access, **extra: Any) -> dict[str, Any]:
     members = ui_selectors.team_members(project=access.project)
-    return page_context(access, members=members, add_form=MemberAddForm(), roles=Role.choices, nav="members", **extra)
+    defaults = {"members": members, "add_form": MemberAddForm(), "roles": Role.choices, "nav": "members"}
+    return page_context(access, **{**defaults, **extra})
 
 
 @project_view(Role.VIEWER, write=Role.ADMIN)
