@@ -94,7 +94,9 @@ class LinkForm(forms.Form):
 
     def __init__(self, *args: Any, candidates: list[Any], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        _set_choices(self, "target", [(str(m.pk), m.content[:90]) for m in candidates])
+        # An empty first choice: a click on "Link" must never link a memory nobody picked.
+        choices = [(str(m.pk), m.content[:90]) for m in candidates]
+        _set_choices(self, "target", _blank("— choose a memory —", choices) if choices else [])
 
 
 class BulkForm(forms.Form):

@@ -46,7 +46,7 @@ def test_the_memory_page_loads_link_candidates_only_for_people_who_may_link(clie
     url = f"/p/{project.slug}/memories/{memory.pk}/"
     viewer, reviewer = client_as("viewer"), client_as("reviewer")
     assert count_queries(viewer, url) <= count_queries(reviewer, url) - 1
-    assert len(reviewer.get(url).context["link_form"].fields["target"].choices) == 5
+    assert len(reviewer.get(url).context["link_form"].fields["target"].choices) == 1 + 5  # the empty choice
     assert not viewer.get(url).context["link_form"].fields["target"].choices
 
 
@@ -443,3 +443,12 @@ def test_an_invalid_key_form_answers_422_not_a_500(client_as, project):
     """Issue 16, defect 1: page_context() got form twice."""
     response = client_as("admin").post(f"/p/{project.slug}/keys/", {"name": "k" * 201})
     assert response.status_code == 422
+
+
+def test_the_link_picker_starts_empty_and_refuses_no_choice(memory_factory):
+    """Issue 16, defect 5: "Link to" preselected an arbitrary memory."""
+    from ui.forms import LinkForm
+
+    form = LinkForm(candidates=[memory_factory("One."), memory_factory("Two.")])
+    assert form.fields["target"].choices[0][0] == ""
+    assert not LinkForm({"target": "", "relationship": "related"}, candidates=[]).is_valid()
