@@ -7,6 +7,7 @@ from typing import Any
 from django import forms
 
 from memories.models import CapturePolicy, Kind, Project, Relationship, Role, Scope, Status
+from retrieval.llm import llm_configured
 from ui.selectors import SORTS, ListFilters
 
 SORT_LABELS = {
@@ -118,6 +119,14 @@ class ProjectSettingsForm(forms.Form):
     )
     hyde_enabled = forms.BooleanField(required=False, label="HyDE (hypothetical answers) on")
     token_budget = forms.IntegerField(min_value=1, max_value=100_000, label="Token budget")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not llm_configured():  # issue 16, defect 6: the setting must not look like HyDE runs
+            self.fields["hyde_enabled"].help_text = (
+                "No LLM is configured (MEMORYHUB_LLM_BASE_URL or OPENAI_API_KEY): HyDE does not run, "
+                "whatever this says, until one is."
+            )
 
     def clean_taxonomy(self) -> list[str]:
         lines = [line.strip() for line in self.cleaned_data["taxonomy"].splitlines() if line.strip()]

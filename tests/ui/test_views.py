@@ -452,3 +452,13 @@ def test_the_link_picker_starts_empty_and_refuses_no_choice(memory_factory):
     form = LinkForm(candidates=[memory_factory("One."), memory_factory("Two.")])
     assert form.fields["target"].choices[0][0] == ""
     assert not LinkForm({"target": "", "relationship": "related"}, candidates=[]).is_valid()
+
+
+def test_hyde_is_not_shown_as_running_without_an_llm(client_as, project, settings):
+    """Issue 16, defect 6: settings and the playground showed HyDE on with no LLM configured."""
+    settings.MEMORYHUB_LLM_BASE_URL, settings.OPENAI_API_KEY = "", ""
+    project.hyde_enabled = True
+    project.save(update_fields=["hyde_enabled"])
+    admin = client_as("admin")
+    assert "HyDE does not run" in admin.get(f"/p/{project.slug}/settings/").content.decode()
+    assert "Project default (off: no LLM)" in admin.get(f"/p/{project.slug}/playground/").content.decode()

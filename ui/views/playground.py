@@ -58,7 +58,8 @@ class PlaygroundForm(forms.Form):
         defaults = {"token_budget": project.token_budget, "min_score": default_min_score(), "hop_depth": 1, "limit": 10}
         for name, value in defaults.items():
             self.fields[name].widget.attrs["placeholder"] = str(value)
-        default_hyde = f"Project default ({'on' if project.hyde_enabled else 'off'})"
+        runs = project.hyde_enabled and llm_configured()
+        default_hyde = f"Project default ({'on' if runs else 'off'}{'' if llm_configured() else ': no LLM'})"
         hyde = self.fields["hyde"]
         assert isinstance(hyde, forms.ChoiceField)
         hyde.choices = [("", default_hyde), *HYDE_CHOICES[1:]]
