@@ -80,11 +80,12 @@ def validate_draft(*, project: Project, draft: MemoryDraft) -> MemoryDraft:
         raise Invalid("content must not be empty or whitespace only", code="empty_content")
     # Secrets never reach storage (memoryhub/redaction.py): one that is the whole point of the
     # content is refused; one inside a fact is replaced by [REDACTED], as capture does.
-    if is_mostly_secret(draft.content):
+    redacted, secrets = redact(draft.content)
+    if secrets and is_mostly_secret(draft.content):  # the common case (no secret) scans once
         raise Invalid(
             "content is a credential or other secret; MemoryHub does not store secrets", code="secret_content"
         )
-    draft.content = redact(draft.content)[0]
+    draft.content = redacted
     draft.metadata = redact_json(draft.metadata)
     limit = settings.MEMORYHUB_MAX_CONTENT_CHARS
     if len(draft.content) > limit:

@@ -123,9 +123,10 @@ def enter(project_id: int) -> bool:
     """Confine this connection to ``project_id``'s rows until :func:`leave`; whether it did."""
     if not available():
         return False
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT set_config('{SETTING}', %s, false)", [str(int(project_id))])
-        cursor.execute(f"SET ROLE {ROLE}")
+    with connection.cursor() as cursor:  # one round trip: set_config('role') is SET ROLE
+        cursor.execute(
+            f"SELECT set_config('{SETTING}', %s, false), set_config('role', %s, false)", [str(int(project_id)), ROLE]
+        )
     connection.memoryhub_tenant = int(project_id)  # type: ignore[attr-defined]
     return True
 

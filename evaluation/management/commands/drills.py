@@ -182,10 +182,9 @@ class Drill:
                 in_flight = unfinished.count()
                 self.service.kill("worker")
         time.sleep(2)
-        self.service.start("worker")
-        healthy = round(self.service.wait_healthy(), 1)
+        self.service.start("worker")  # /health does not cover workers: the jobs' outcome is the figure
         checked = self._captures_check(jobs, expected=60)
-        return {**checked, "unfinished_at_kill": in_flight, "healthy_again_s": healthy}
+        return {**checked, "unfinished_at_kill": in_flight}
 
     def disk_full(self) -> dict[str, Any]:
         """The embedded servers' filesystem fills up while memories are written, then frees."""
@@ -247,10 +246,9 @@ class Drill:
         stop()
         time.sleep(OUTAGE_SECONDS)
         start()
-        restarted = time.monotonic()
+        healthy = self.service.wait_healthy()  # seconds from the restart to a green /health
         thread.join()
-        healthy = self.service.wait_healthy()
-        return round(max(healthy, time.monotonic() - restarted - 0), 1)
+        return round(healthy, 1)
 
     def _start_postgres(self) -> None:
         embedded.start_postgres(self.home)
