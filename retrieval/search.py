@@ -87,12 +87,22 @@ keyword_query AS (
 -- and ranked worse on LoCoMo (DECISIONS.md). Ties share a rank (here and for vectors):
 -- breaking them by id, a random UUID, made fused scores differ from one load to the next.
 keyword AS (
-    SELECT m.id, ts_rank(m.search, kq.q) AS kw_score,
+    SELECT m.id, m.search, ts_rank(m.search, kq.q) AS kw_score,
            rank() OVER (ORDER BY ts_rank(m.search, kq.q) DESC) AS kw_rank
     FROM memories_memory m, keyword_query kq
     WHERE kq.q IS NOT NULL AND m.search @@ kq.q AND {_VISIBLE}
     ORDER BY kw_score DESC, m.id
     LIMIT %(depth)s
+),
+-- Share of the query's words each keyword hit contains, each word weighted by its IDF
+-- weight: unlike ts_rank it means the same for a two-word and a twenty-word query, so
+-- calibration can use it. Computed on the (at most depth) hits, from the row already read.
+keyword_hits AS (
+    SELECT k.id, k.kw_score, k.kw_rank,
+           (SELECT coalesce(sum(ls.weight) FILTER (WHERE k.search @@ quote_literal(ls.lexeme)::tsquery), 0)
+                   / nullif(sum(ls.weight), 0)
+            FROM lexeme_share ls) AS coverage
+    FROM keyword k
 ),
 -- Materialized so each vector is parsed once, not once per row it is compared with.
 query_vectors AS MATERIALIZED (
@@ -138,28 +148,26 @@ fused AS (
            k.kw_rank, k.kw_score,
            CASE WHEN p.vector_rank <= %(depth)s THEN p.vector_rank END AS vector_rank,
            CASE WHEN p.hyde_rank <= %(depth)s THEN p.hyde_rank END AS hyde_rank,
-           k.id IS NOT NULL AS in_keyword
+           k.coverage
     FROM per_memory p
-    FULL JOIN keyword k ON k.id = p.id
+    FULL JOIN keyword_hits k ON k.id = p.id
     WHERE k.id IS NOT NULL OR p.vector_rank <= %(depth)s OR p.hyde_rank <= %(depth)s
+),
+-- Exact cosines for every candidate, keyword-only hits too (calibration needs them): one
+-- pass over the candidates' vectors by memory id, not a subquery per candidate (under the
+-- tenant role's row policy a correlated lookup planned as a scan of the project's vectors).
+cosines AS (
+    SELECT e.memory_id AS id,
+           1 - min(e.vector::vector({{dim}}) <=> qv.v) FILTER (WHERE qv.ord <= %(query_vectors)s) AS cosine,
+           1 - min(e.vector::vector({{dim}}) <=> qv.v) FILTER (WHERE qv.ord > %(query_vectors)s) AS hyde_cosine
+    FROM memories_embedding e, query_vectors qv
+    WHERE e.memory_id = ANY(ARRAY(SELECT id FROM fused)) AND e.model = %(model)s
+    GROUP BY e.memory_id
 )
-SELECT f.id::text, f.rrf, f.kw_rank, f.kw_score, f.vector_rank, f.hyde_rank,
-       -- Exact cosines for every candidate, keyword-only hits too (calibration needs them).
-       (SELECT 1 - min(e.vector::vector({{dim}}) <=> qv.v) FROM memories_embedding e, query_vectors qv
-        WHERE e.memory_id = f.id AND e.model = %(model)s AND qv.ord <= %(query_vectors)s) AS cosine,
-       (SELECT 1 - min(e.vector::vector({{dim}}) <=> qv.v) FROM memories_embedding e, query_vectors qv
-        WHERE e.memory_id = f.id AND e.model = %(model)s AND qv.ord > %(query_vectors)s) AS hyde_cosine,
-       -- Share of the query's words the memory contains, each word weighted by its IDF
-       -- weight: unlike ts_rank it means the same for a two-word and a twenty-word query,
-       -- so calibration can use it.
-       CASE WHEN NOT f.in_keyword THEN NULL ELSE (
-           SELECT coalesce(sum(ls.weight) FILTER (WHERE mm.search @@ quote_literal(ls.lexeme)::tsquery), 0)
-                  / nullif(sum(ls.weight), 0)
-           FROM lexeme_share ls
-       ) END AS coverage,
+SELECT f.id::text, f.rrf, f.kw_rank, f.kw_score, f.vector_rank, f.hyde_rank, c.cosine, c.hyde_cosine, f.coverage,
        ARRAY(SELECT lexeme FROM searched WHERE NOT searched ORDER BY lexeme) AS skipped
 FROM fused f
-JOIN memories_memory mm ON mm.id = f.id
+LEFT JOIN cosines c ON c.id = f.id
 ORDER BY f.rrf DESC, f.id
 """
 
