@@ -26,6 +26,7 @@ from django.utils import timezone
 from conversations.window import clean_window, render_window
 from memories.models import Memory, MemoryEdge, Project, Status
 from memories.selectors import memories_by_id, older_versions
+from memoryhub import after_response
 from memoryhub.errors import RateLimited
 from retrieval import cache, calibration, judge, relevance
 from retrieval.embedders import Embedder, EmbedderError, embedder_for_model
@@ -567,21 +568,26 @@ def _finish(
 
 
 def _log(project: Project, request: RetrieveRequest, trace: Trace, result: RetrieveResult) -> None:
+    """One RetrievalLog row (a hash of the query, never its text), written after the response."""
     if "database" in trace.degraded:
         return
-    query_hash = hashlib.sha256((trace.query or request.query or "").encode()).hexdigest()
+    entry = RetrievalLog(
+        project=project,
+        user_id=request.user_id,
+        correlation_id=trace.correlation_id,
+        query_hash=hashlib.sha256((trace.query or request.query or "").encode()).hexdigest(),
+        result_count=len(result.memories),
+        memory_ids=[str(h.memory.pk) for h in result.memories],
+        latency_ms=trace.timings.get("total", 0.0),
+        degraded=list(trace.degraded),
+        timings=dict(trace.timings),
+        cached=result.cached,
+    )
+    after_response.defer(lambda: _write_log(entry))
+
+
+def _write_log(entry: RetrievalLog) -> None:
     try:
-        RetrievalLog.objects.create(
-            project=project,
-            user_id=request.user_id,
-            correlation_id=trace.correlation_id,
-            query_hash=query_hash,
-            result_count=len(result.memories),
-            memory_ids=[str(h.memory.pk) for h in result.memories],
-            latency_ms=trace.timings.get("total", 0.0),
-            degraded=list(trace.degraded),
-            timings=dict(trace.timings),
-            cached=result.cached,
-        )
+        entry.save(force_insert=True)
     except DatabaseError:
         log.warning("could not write the retrieval log")
