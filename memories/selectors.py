@@ -10,23 +10,27 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, TypeVar
 
 from django.contrib.postgres.search import SearchQuery
-from django.db import connection
+from django.db import connection, models
 from django.db.models import Prefetch, Q, QuerySet
 from django.db.models.functions import Now
 
-from memories.models import Memory, MemoryEdge, MemoryRevision, Project, Scope, Status
+from memories.models import ApiKey, Memory, MemoryEdge, MemoryRevision, Project, Scope, Status
 from memoryhub.errors import Invalid, NotFound
 
 # Live memories: those capture may supersede, link to or find duplicated (a superseded or
 # archived memory saying the same thing does not stop a user from coming back to an old
 # preference).
 LIVE_STATUSES = (Status.ACTIVE, Status.PENDING_REVIEW)
+
+M = TypeVar("M", bound=models.Model)
 
 
 def visible_q(*, user_id: str, prefix: str = "") -> Q:
@@ -174,6 +178,41 @@ def supersede_chain(*, memory: Memory, user_id: str) -> list[Memory]:
     return [*reversed(older), memory, *(loaded[pk] for pk in newer_ids if pk in loaded)]
 
 
+@functools.cache
+def _api_key_sql() -> str:
+    def columns(alias: str, model: type[models.Model]) -> str:
+        return ", ".join(f'{alias}."{field.column}"' for field in model._meta.concrete_fields)
+
+    return (
+        f"SELECT {columns('k', ApiKey)}, {columns('p', Project)} FROM {ApiKey._meta.db_table} k"
+        f" JOIN {Project._meta.db_table} p ON p.id = k.project_id WHERE k.key_hash = %s AND k.revoked_at IS NULL"
+    )
+
+
+def api_key_active(*, key_hash: str) -> ApiKey | None:
+    """The unrevoked key with this hash, its project loaded, or None: one statement without the
+    ORM's query building, because every API request asks (about a millisecond saved a call)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_api_key_sql(), [key_hash])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    width = len(ApiKey._meta.concrete_fields)
+    key = _from_row(ApiKey, row[:width])
+    key.project = _from_row(Project, row[width:])
+    return key
+
+
+def _from_row(model: type[M], values: Sequence[Any]) -> M:
+    """An instance as the ORM would load it from ``values`` (every concrete field, in order)."""
+    fields = model._meta.concrete_fields
+    converted = [
+        field.from_db_value(value, None, connection) if value is not None and hasattr(field, "from_db_value") else value
+        for field, value in zip(fields, values, strict=True)
+    ]
+    return model.from_db(connection.alias, [field.attname for field in fields], converted)
+
+
 def _visible_by_id(*, project: Project, user_id: str, ids: Sequence[str]) -> dict[str, Memory]:
     return memories_by_id(project=project, user_id=user_id, ids=ids)
 
@@ -215,10 +254,12 @@ def memories_by_id(*, project: Project, user_id: str, ids: Sequence[str]) -> dic
     rows = Memory.objects.raw(_BY_ID, {"ids": [str(pk) for pk in ids], "project": project.pk, "user": user_id})
     found: dict[str, Memory] = {}
     for memory in rows:
-        successor = Memory.from_db(rows.db, ["id"], [memory.successor_pk]) if memory.successor_pk else None
-        Memory.superseded_by.related.set_cached_value(memory, successor)  # type: ignore[attr-defined]
+        # successor_pk, links_out and linked are the statement's extra columns (raw() sets them).
+        successor_pk = memory.successor_pk  # type: ignore[attr-defined]
+        successor = Memory.from_db(rows.db, ["id"], [successor_pk]) if successor_pk else None
+        Memory.superseded_by.related.set_cached_value(memory, successor)
         edges = []
-        for link in memory.links_out:
+        for link in memory.links_out:  # type: ignore[attr-defined]
             edge_id, to_id, relationship = link.split(" ")
             values = [int(edge_id), memory.project_id, memory.pk, uuid.UUID(to_id), relationship]
             edges.append(MemoryEdge.from_db(rows.db, _EDGE_FIELDS, values))
@@ -233,4 +274,5 @@ def _prefetched(instance: Memory, relation: str, rows: list[MemoryEdge]) -> None
     queryset = getattr(instance, relation).all()
     queryset._result_cache = rows
     queryset._prefetch_done = True
-    instance._prefetched_objects_cache = {**getattr(instance, "_prefetched_objects_cache", {}), relation: queryset}
+    cache = {**getattr(instance, "_prefetched_objects_cache", {}), relation: queryset}
+    instance._prefetched_objects_cache = cache  # type: ignore[attr-defined]

@@ -17,6 +17,7 @@ from ninja.security import HttpBearer
 from capture.api import router as capture_router
 from conversations.api import router as conversations_router
 from integrations.api import router as transfer_router
+from memories import selectors
 from memories.api import router as memories_router
 from memories.models import ApiKey
 from memories.scratchpad_api import router as scratchpad_router
@@ -34,11 +35,7 @@ class ApiKeyAuth(HttpBearer):
     """``Authorization: Bearer <key>``; the key picks the project every request acts in."""
 
     def authenticate(self, request: HttpRequest, token: str) -> ApiKey | None:
-        key = (
-            ApiKey.objects.select_related("project")
-            .filter(key_hash=hash_api_key(token), revoked_at__isnull=True)
-            .first()
-        )
+        key = selectors.api_key_active(key_hash=hash_api_key(token))
         if key is None:
             return None
         # One write a minute per key is plenty for "last used", and keeps reads read-only.

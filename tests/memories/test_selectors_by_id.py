@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from memories import services
-from memories.models import Memory
+from memories.models import ApiKey, Memory
 from memories.schemas import memory_out
-from memories.selectors import memories_by_id, memories_visible, with_relations
+from memories.selectors import api_key_active, memories_by_id, memories_visible, with_relations
+from memories.services import api_key_revoke, hash_api_key
 
 
 def stored(make_memory, **fields) -> Memory:
@@ -52,3 +53,19 @@ def test_memories_by_id_says_which_memories_have_links_either_way(make_memory, a
     services.edge_link(source=source, target=target, relationship="related", actor="system:test")
     found = memories_by_id(project=api.project, user_id="alice", ids=[str(m.pk) for m in (source, target, alone)])
     assert [found[str(m.pk)].linked for m in (source, target, alone)] == [True, True, False]
+
+
+def values(instance) -> list:
+    return [getattr(instance, f.attname) for f in type(instance)._meta.concrete_fields]
+
+
+def test_api_key_active_loads_the_key_and_its_project_as_the_orm_does(api, django_assert_num_queries):
+    with django_assert_num_queries(1):
+        key = api_key_active(key_hash=hash_api_key(api.key))
+        assert key is not None
+        project = key.project
+    orm = ApiKey.objects.select_related("project").get(pk=key.pk)
+    assert (values(key), values(project)) == (values(orm), values(orm.project))
+    assert isinstance(project.taxonomy, list)  # JSON decoded as the ORM decodes it
+    api_key_revoke(key=key)
+    assert api_key_active(key_hash=hash_api_key(api.key)) is None
