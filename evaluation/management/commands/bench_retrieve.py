@@ -35,7 +35,7 @@ from memories import services
 from memories.models import Embedding, EmbeddingStatus, Memory, Project
 from retrieval.embedders import LOCAL_MODEL_NAME, embedder_for_model
 from retrieval.keyword_stats import refresh_keyword_stats, settle_after_bulk_load
-from retrieval.search import HNSW_EF_SEARCH, set_search_settings
+from retrieval.search import HNSW_EF_SEARCH, search_settings
 from retrieval.vector_cache import embed_texts
 
 USERS = 10
@@ -115,8 +115,7 @@ def vector_recall(project: Project, queries: int = 200) -> dict[str, Any]:
             "project": project.pk,
             "user": f"user-{i % USERS}",
         }
-        with transaction.atomic(), connection.cursor() as cursor:
-            set_search_settings(cursor)  # the engine's own settings
+        with transaction.atomic(), connection.cursor() as cursor, search_settings(cursor):  # the engine's own
             started = time.perf_counter()
             cursor.execute(HNSW_TOP10, params)
             timings.append((time.perf_counter() - started) * 1000)
