@@ -106,7 +106,15 @@ class BulkForm(forms.Form):
 
     def __init__(self, *args: Any, project: Project, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        _set_choices(self, "category", _blank("(none)", _categories(project)))
+        # No "(none)" here: an untouched select once cleared every ticked memory's category
+        # (issue 16, defect 2). Clearing one category is an edit on the memory's own page.
+        _set_choices(self, "category", _blank("Choose a category…", _categories(project)))
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("action") == "category" and not data.get("category"):
+            self.add_error("category", "Choose the new category.")
+        return data
 
 
 class ProjectSettingsForm(forms.Form):
