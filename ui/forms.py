@@ -117,6 +117,36 @@ class BulkForm(forms.Form):
         return data
 
 
+class ReviewFilterForm(forms.Form):
+    """The review queue's filters, read from the query string (an invalid value is ignored)."""
+
+    user = forms.CharField(required=False, max_length=255, label="End user")
+    category = forms.ChoiceField(required=False)
+    confidence = forms.ChoiceField(
+        required=False,
+        choices=[
+            ("", "Any confidence"),
+            ("low", "Low (below 0.5)"),
+            ("medium", "Medium (0.5 to 0.8)"),
+            ("high", "High (0.8 and above)"),
+        ],
+    )
+
+    def __init__(self, *args: Any, project: Project, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _set_choices(self, "category", _blank("Any category", _categories(project)))
+
+    def filters(self) -> dict[str, str]:
+        """Keyword arguments for ``ui.selectors.review_queue``."""
+        self.is_valid()
+        data = {k: v for k, v in self.cleaned_data.items() if k not in self.errors}
+        return {
+            "user_id": (data.get("user") or "").strip(),
+            "category": data.get("category") or "",
+            "confidence": data.get("confidence") or "",
+        }
+
+
 class ProjectSettingsForm(forms.Form):
     capture_policy = forms.ChoiceField(choices=CapturePolicy.choices)
     auto_approve_confidence = forms.FloatField(
