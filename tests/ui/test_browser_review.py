@@ -152,12 +152,17 @@ def _remember(project: Any, content: str, *, status: str = Status.ACTIVE) -> Mem
     return services.memory_create(project=project, draft=draft, actor="system:test", status=status)
 
 
-def test_a_reviewer_supersedes_the_colliding_memory_instead_and_undoes_it(page, live_server, person, project):
+def _collision_on_the_review_page(page: Any, live_server: Any, person: Any, project: Any) -> tuple[Memory, Memory, Any]:
+    """An active memory, a proposal that collides with it, and the review card's line for it."""
     existing = _remember(project, "The user drinks black coffee every morning.")
     proposal = _remember(project, "The user drinks black coffee every morning, no sugar.", status=Status.PENDING_REVIEW)
     sign_in(page, live_server, person("reviewer"))
     page.goto(f"{live_server.url}/p/{project.slug}/review/")
-    collision = page.locator(f"#card-{proposal.pk} [data-similar='{existing.pk}']")
+    return existing, proposal, page.locator(f"#card-{proposal.pk} [data-similar='{existing.pk}']")
+
+
+def test_a_reviewer_supersedes_the_colliding_memory_instead_and_undoes_it(page, live_server, person, project):
+    existing, proposal, collision = _collision_on_the_review_page(page, live_server, person, project)
     assert "black coffee every morning." in collision.inner_text()
     collision.locator("button.supersede-instead").click()
     page.locator(f"#card-{proposal.pk}").wait_for(state="detached")
@@ -172,11 +177,7 @@ def test_a_reviewer_supersedes_the_colliding_memory_instead_and_undoes_it(page, 
 
 
 def test_a_reviewer_merges_a_proposal_into_the_existing_memory(page, live_server, person, project):
-    existing = _remember(project, "The user drinks black coffee every morning.")
-    proposal = _remember(project, "The user drinks black coffee every morning, no sugar.", status=Status.PENDING_REVIEW)
-    sign_in(page, live_server, person("reviewer"))
-    page.goto(f"{live_server.url}/p/{project.slug}/review/")
-    collision = page.locator(f"#card-{proposal.pk} [data-similar='{existing.pk}']")
+    existing, proposal, collision = _collision_on_the_review_page(page, live_server, person, project)
     collision.locator("details.merge summary").click()
     collision.locator("textarea").fill("The user drinks black coffee, no sugar, every morning.")
     collision.locator("button[type=submit].primary").click()
