@@ -15,7 +15,12 @@ def test_change_category_without_a_target_is_refused_and_clears_nothing(client_a
     tagged = [memory_factory(f"Tagged {i}.", category="user-facts") for i in range(2)]
     response = client_as("reviewer").post(
         f"/p/{project.slug}/memories/bulk/",
-        {"action": "category", "category": "", "ids": [str(m.pk) for m in tagged], "next": f"/p/{project.slug}/memories/"},
+        {
+            "action": "category",
+            "category": "",
+            "ids": [str(m.pk) for m in tagged],
+            "next": f"/p/{project.slug}/memories/",
+        },
         headers=HTMX,
     )
     assert response.status_code == 422
