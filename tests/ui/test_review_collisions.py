@@ -179,3 +179,6 @@ def test_filters_by_user_category_and_confidence(client_as, project):
     assert shown(confidence="low") == {str(low.pk)}
     assert shown(confidence="high", user="alice") == {str(high.pk)}
     assert shown(confidence="nonsense") == shown()  # an invalid filter is ignored, not a 500
+    page = client.get(url(project), {"user": "bob"}).content.decode()
+    assert "1 of 3 match the filters." in page
+    assert '<span class="badge" id="pending-count">3</span>' in page  # the heading counts all waiting

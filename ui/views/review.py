@@ -120,11 +120,15 @@ def queue_context(request: HttpRequest, access: Access, query: QueryDict, **extr
     )
     jobs = ui_selectors.capture_jobs_by_id(project=access.project, memories=memories)
     items = [review_item(m, jobs, similar) for m, similar in zip(memories, _similar(access, memories), strict=True)]
-    total = queryset.count() if len(memories) == QUEUE_LIMIT else len(memories)
+    # The heading counts everything waiting, as the count after each action does; the
+    # filters say how many of those are shown.
+    total = ui_selectors.review_queue(project=access.project).count()
+    shown = queryset.count() if len(memories) == QUEUE_LIMIT else len(memories)
     return page_context(
         access,
         items=items,
         total=total,
+        shown=shown,
         filter_form=filter_form,
         undo=undo_label(request, access),
         nav="review",
