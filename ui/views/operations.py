@@ -3,8 +3,6 @@ retrieval log."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -13,8 +11,8 @@ from django.views.decorators.http import require_POST
 
 from capture import selectors as capture_selectors
 from capture import services as capture_services
-from capture.models import JobStatus
-from memories.models import Role
+from capture.models import CaptureJob, JobStatus
+from memories.models import Memory, Role
 from memoryhub.errors import DomainError, NotFound
 from ui import selectors as ui_selectors
 from ui.views.access import Access, done, is_htmx, next_url, page_context, project_view, refuse
@@ -52,7 +50,7 @@ OUTCOMES = {
 }
 
 
-def _proposal_rows(job: Any, memories: dict[str, Any]) -> list[dict[str, Any]]:
+def _proposal_rows(job: CaptureJob, memories: dict[str, Memory]) -> list[dict[str, object]]:
     """Each stored proposal with its outcome in words and the memory it wrote or collided with."""
     rows = []
     for item in job.proposals if isinstance(job.proposals, list) else []:
