@@ -90,14 +90,11 @@ class MemoryFieldsForm(forms.Form):
 
 
 class LinkForm(forms.Form):
-    target = forms.ChoiceField(label="Link to")
-    relationship = forms.ChoiceField(choices=[c for c in Relationship.choices if c[0] != Relationship.SUPERSEDES])
+    """A link to add. The target is picked by searching (no default): a click on "Add link"
+    never links a memory nobody picked; whether the end user may see it is the view's check."""
 
-    def __init__(self, *args: Any, candidates: list[Any], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        # An empty first choice: a click on "Link" must never link a memory nobody picked.
-        choices = [(str(m.pk), m.content[:90]) for m in candidates]
-        _set_choices(self, "target", _blank("— choose a memory —", choices) if choices else [])
+    target = forms.UUIDField(label="Link to", error_messages={"required": "Search for a memory and pick one."})
+    relationship = forms.ChoiceField(choices=[c for c in Relationship.choices if c[0] != Relationship.SUPERSEDES])
 
 
 class BulkForm(forms.Form):

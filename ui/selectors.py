@@ -143,12 +143,6 @@ def memory_links(*, memory: Memory) -> list[MemoryEdge]:
     return list(edges)
 
 
-def link_candidates(*, memory: Memory, limit: int = 200) -> list[Memory]:
-    """Memories the end user of ``memory`` can see, which it may therefore link to."""
-    queryset = memories_visible(project=memory.project, user_id=memory.user_id).exclude(pk=memory.pk)
-    return list(queryset.order_by("-created_at")[:limit])
-
-
 def edge_in_project(*, project: Project, edge_id: int) -> MemoryEdge:
     edge = MemoryEdge.objects.select_related("from_memory", "to_memory").filter(project=project, pk=edge_id).first()
     if edge is None:

@@ -53,4 +53,6 @@ urlpatterns = [
     path(P + "settings/", admin.project_settings, name="settings"),
     path(P + "members/", admin.members, name="members"),
     path(P + "members/<int:membership_id>/<str:action>/", admin.member_change, name="member_change"),
+    # Issue 16, part B (memory page, people, settings, graph, retrieval detail, evaluation, transfer).
+    path(M + "links/search/", memory_detail.link_search, name="link_search"),
 ]

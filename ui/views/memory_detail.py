@@ -3,17 +3,19 @@ and the status actions (approve, archive, delete, restore) that rows share."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from memories import selectors, services
-from memories.models import Memory, Role, Status
-from memoryhub.errors import DomainError
+from memories.models import Memory, MemoryEdge, Relationship, Role
+from memoryhub.errors import DomainError, NotFound
+from ui import page_selectors
 from ui import selectors as ui_selectors
 from ui.forms import LinkForm, MemoryFieldsForm
 from ui.views.access import Access, done, is_htmx, next_url, page_context, project_view, refuse
@@ -37,21 +39,73 @@ def fields_form(memory: Memory, data: Any = None) -> MemoryFieldsForm:
     return MemoryFieldsForm(data, initial=initial, project=memory.project)
 
 
-def detail_context(access: Access, memory: Memory, **overrides: Any) -> dict[str, Any]:
-    """Everything the page shows; ``overrides`` carry a bound form with errors or the edit mode.
+# How a link reads from each end: "A refines B" is "B refined by A" on B's page.
+LINK_WORDS: dict[str, tuple[str, str]] = {
+    Relationship.RELATED: ("related to", "related to"),
+    Relationship.REFINES: ("refines", "refined by"),
+    Relationship.CONTRADICTS: ("contradicts", "contradicted by"),
+    Relationship.SUPERSEDES: ("supersedes", "superseded by"),
+    Relationship.DERIVED_FROM: ("derived from", "source of"),
+}
 
-    The link form's candidates are loaded only for someone who may add a link here.
-    """
-    can_link = "link_form" not in overrides and access.can(Role.REVIEWER) and memory.status != Status.DELETED
-    candidates = ui_selectors.link_candidates(memory=memory) if can_link else []
+
+@dataclass(frozen=True)
+class LinkRow:
+    edge: MemoryEdge
+    words: str
+    other: Memory
+
+
+def link_rows(memory: Memory) -> list[LinkRow]:
+    """The memory's links worded from this page's side."""
+    rows = []
+    for edge in ui_selectors.memory_links(memory=memory):
+        outgoing = edge.from_memory_id == memory.pk
+        words = LINK_WORDS.get(edge.relationship, (edge.relationship, f"{edge.relationship} (from)"))
+        other = edge.to_memory if outgoing else edge.from_memory
+        rows.append(LinkRow(edge=edge, words=words[0] if outgoing else words[1], other=other))
+    return rows
+
+
+def capture_job_url(slug: str, job_id: str) -> str:
+    """The capture job's own page where the UI has one, else the capture jobs list."""
+    try:
+        return reverse("ui:capture_job", args=[slug, job_id])
+    except NoReverseMatch:
+        return reverse("ui:captures", args=[slug])
+
+
+@dataclass(frozen=True)
+class NamedActor:
+    label: str
+    url: str = ""
+
+
+def named_actors(access: Access, raws: list[str]) -> dict[str, NamedActor]:
+    """Readable actors, a capture job's linking to its page."""
+    slug = access.project.slug
+    named = page_selectors.actors_named(project=access.project, actors=raws)
+    return {
+        raw: NamedActor(label=a.label, url=capture_job_url(slug, a.job_id) if a.job_id else "")
+        for raw, a in named.items()
+    }
+
+
+def detail_context(access: Access, memory: Memory, **overrides: Any) -> dict[str, Any]:
+    """Everything the page shows; ``overrides`` carry a bound form with errors or the edit mode."""
     revisions = [revision_view(r) for r in memory.revisions.order_by("-created_at", "-id")]
+    actors = named_actors(access, [memory.created_by, *(item.revision.actor for item in revisions)])
+    source = page_selectors.memory_source(memory=memory)
     context = page_context(
         access,
         memory=memory,
-        revisions=revisions,
+        history=[(item, actors[item.revision.actor]) for item in revisions],
+        creator=actors[memory.created_by],
+        source=source,
+        source_job_url=capture_job_url(access.project.slug, source.job_id) if source and source.job_id else "",
         chain=selectors.supersede_chain(memory=memory, user_id=memory.user_id),
-        links=ui_selectors.memory_links(memory=memory),
-        link_form=LinkForm(candidates=candidates),
+        links=link_rows(memory),
+        link_form=LinkForm(),
         edit_form=fields_form(memory),
         supersede_form=fields_form(memory),
         editing=False,
@@ -151,13 +205,18 @@ def memory_status(request: HttpRequest, access: Access, memory_id: str, action: 
 def link_add(request: HttpRequest, access: Access, memory_id: str) -> HttpResponse:
     """Link this memory to another one its end user can see."""
     memory = ui_selectors.memory_in_project(project=access.project, memory_id=memory_id, with_deleted=False)
-    form = LinkForm(request.POST, candidates=ui_selectors.link_candidates(memory=memory))
-    if not form.is_valid():
+    form = LinkForm(request.POST)
+    target = None
+    if form.is_valid():
+        try:
+            target = selectors.memory_get_visible(
+                project=access.project, user_id=memory.user_id, memory_id=form.cleaned_data["target"]
+            )
+        except NotFound:
+            form.add_error("target", "That memory is not one this end user can see.")
+    if target is None:
         return render_detail(request, detail_context(access, memory, link_form=form), status=422)
     try:
-        target = selectors.memory_get_visible(
-            project=access.project, user_id=memory.user_id, memory_id=form.cleaned_data["target"]
-        )
         services.edge_link(
             source=memory, target=target, relationship=form.cleaned_data["relationship"], actor=access.actor
         )
@@ -182,3 +241,13 @@ def link_remove(request: HttpRequest, access: Access, memory_id: str, edge_id: i
     if not is_htmx(request):
         return done(request, "Link removed.", back=memory_url(memory))
     return render_detail(request, detail_context(access, memory, notice="Link removed."))
+
+
+@project_view(Role.REVIEWER)
+def link_search(request: HttpRequest, access: Access, memory_id: str) -> HttpResponse:
+    """The link picker's choices: this end user's memories containing the typed text."""
+    memory = ui_selectors.memory_in_project(project=access.project, memory_id=memory_id, with_deleted=False)
+    text = request.GET.get("q", "")[:200]
+    found = page_selectors.link_search(memory=memory, text=text)
+    context = page_context(access, memory=memory, found=found, searched=text.strip())
+    return render(request, f"{TEMPLATE}#link-options", context)

@@ -1,0 +1,116 @@
+"""Reads of the memory page, home, members, retrieval-log detail and evaluation pages.
+
+Kept apart from :mod:`ui.selectors` (the lists, review and dashboard) so each half of the
+UI can change on its own. Every function is scoped to one project or to the person's own
+teams; one end user's memories are read through :mod:`memories.selectors`.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from capture.models import CaptureJob
+from memories.models import ApiKey, Conversation, Memory, Project
+from memories.selectors import memories_visible
+
+# How actors are written (memories.models.Memory.created_by): kind, then what names it.
+_ACTOR = re.compile(r"^(?P<kind>api_key|user|system|classifier|rules):(?P<ref>.*)$")
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who did something, as a person reads it; ``job_id`` when it was a capture job."""
+
+    raw: str
+    label: str
+    job_id: str = ""
+
+
+def actors_named(*, project: Project, actors: list[str]) -> dict[str, Actor]:
+    """A readable name for each actor string: the key's name, the person, "capture job …".
+
+    One query for the project's keys among the ``api_key:<prefix>`` actors.
+    """
+    parsed = {raw: _ACTOR.match(raw) for raw in set(actors)}
+    prefixes = {m["ref"] for m in parsed.values() if m and m["kind"] == "api_key"}
+    keys = dict(ApiKey.objects.filter(project=project, prefix__in=prefixes).values_list("prefix", "name"))
+    return {raw: _actor(raw, match, keys) for raw, match in parsed.items()}
+
+
+def _actor(raw: str, match: re.Match[str] | None, keys: dict[str, str]) -> Actor:
+    if match is None:
+        return Actor(raw=raw, label=raw)
+    kind, ref = match["kind"], match["ref"]
+    if kind == "api_key":
+        name = keys.get(ref)
+        return Actor(raw=raw, label=f"API key “{name}” ({ref}…)" if name else f"API key {ref}…")
+    if kind == "user":
+        return Actor(raw=raw, label=ref)
+    if kind == "system":
+        return Actor(raw=raw, label=f"system ({ref})")
+    job_id = ref if _is_uuid(ref) else ""
+    extractor = "LLM classifier" if kind == "classifier" else "rules"
+    return Actor(raw=raw, label=f"capture job {ref[:8]}… ({extractor})", job_id=job_id)
+
+
+def _is_uuid(value: Any) -> bool:
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a memory came from, as labelled fields; empty strings for what it does not say."""
+
+    job_id: str = ""
+    job_status: str = ""
+    conversation: Conversation | None = None
+    conversation_id: str = ""
+    session_id: str = ""
+    trigger: str = ""
+    excerpt: str = ""
+    step: str = ""
+
+
+def memory_source(*, memory: Memory) -> Source | None:
+    """The memory's ``source`` resolved against the project: its capture job and conversation."""
+    raw = memory.source if isinstance(memory.source, dict) else None
+    if not raw:
+        return None
+    job_id = str(raw.get("capture_job") or "")
+    job = CaptureJob.objects.filter(project=memory.project, pk=job_id).first() if _is_uuid(job_id) else None
+    conversation_id = str(raw.get("conversation") or "")
+    conversation = (
+        Conversation.objects.filter(project=memory.project, pk=conversation_id).first()
+        if _is_uuid(conversation_id)
+        else None
+    )
+    step = " / ".join(str(raw[k]) for k in ("step_type", "step_name") if raw.get(k))
+    return Source(
+        job_id=job_id if job else "",
+        job_status=job.status if job else "",
+        conversation=conversation,
+        conversation_id=conversation_id if conversation else "",
+        session_id=str(raw.get("session_id") or ""),
+        trigger=str(raw.get("trigger") or ""),
+        excerpt=str(raw.get("excerpt") or ""),
+        step=step,
+    )
+
+
+def link_search(*, memory: Memory, text: str, limit: int = 10) -> list[Memory]:
+    """Memories the end user of ``memory`` can see whose content contains ``text``, newest first.
+
+    A substring match, not full text: the picker searches as the person types, half-words included.
+    """
+    text = text.strip()
+    if not text:
+        return []
+    queryset = memories_visible(project=memory.project, user_id=memory.user_id).exclude(pk=memory.pk)
+    return list(queryset.filter(content__icontains=text).order_by("-created_at", "-pk")[:limit])
