@@ -596,6 +596,24 @@ def membership_add(*, team: Team, username: str, role: str) -> Membership:
     return membership
 
 
+def person_create(*, team: Team, username: str, role: str) -> Membership:
+    """Create a person (a Django user with no usable password yet) as a member of ``team``.
+
+    They choose their password through a one-time link the admin hands them (the UI makes
+    it with Django's password-reset token, which stops working once a password is set).
+    """
+    _check_role(role)
+    username = username.strip()
+    model = get_user_model()
+    with transaction.atomic(durable=True):
+        if model.objects.filter(username=username).exists():
+            raise Conflict(f"{username!r} exists already: add them as a member instead", code="user_exists")
+        user = model(username=username)
+        user.set_unusable_password()
+        user.save()
+        return Membership.objects.create(team=team, user=user, role=role)
+
+
 def membership_set_role(*, membership: Membership, role: str) -> Membership:
     """Change a member's role; the last admin cannot step down."""
     _check_role(role)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.contrib.auth.validators import UnicodeUsernameValidator
 
 from memories.models import CapturePolicy, Kind, Project, Relationship, Role, Scope, Status
 from retrieval.llm import llm_configured
@@ -187,6 +188,18 @@ class ApiKeyForm(forms.Form):
 class MemberAddForm(forms.Form):
     username = forms.CharField(max_length=150)
     role = forms.ChoiceField(choices=Role.choices, initial=Role.VIEWER)
+
+
+class PersonCreateForm(forms.Form):
+    """A new person: a username (the user model's own rules) and their role in the team."""
+
+    new_username = forms.CharField(
+        max_length=150,
+        label="Username",
+        validators=[UnicodeUsernameValidator()],
+        help_text="Letters, digits and @ . + - _ only.",
+    )
+    new_role = forms.ChoiceField(choices=Role.choices, initial=Role.VIEWER, label="Role")
 
 
 class MemberRoleForm(forms.Form):

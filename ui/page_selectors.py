@@ -10,10 +10,14 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Count, Min, Q
+
 from capture.models import CaptureJob
-from memories.models import ApiKey, Conversation, Memory, Project
+from memories.models import ApiKey, Conversation, Membership, Memory, Project, Role, Status, Team
 from memories.selectors import memories_visible
 
 # How actors are written (memories.models.Memory.created_by): kind, then what names it.
@@ -114,3 +118,60 @@ def link_search(*, memory: Memory, text: str, limit: int = 10) -> list[Memory]:
         return []
     queryset = memories_visible(project=memory.project, user_id=memory.user_id).exclude(pk=memory.pk)
     return list(queryset.filter(content__icontains=text).order_by("-created_at", "-pk")[:limit])
+
+
+# --- Home: the person's projects with their counts ----------------------------------------
+
+
+@dataclass(frozen=True)
+class ProjectCounts:
+    project: Project
+    active: int = 0
+    pending: int = 0
+    oldest_pending: datetime | None = None
+
+
+@dataclass(frozen=True)
+class TeamProjects:
+    team: Team
+    role: str
+    projects: list[ProjectCounts]
+
+
+def home_teams(*, user: AbstractBaseUser) -> list[TeamProjects]:
+    """The teams whose projects the person sees (a superuser sees every team, as an admin),
+    each project with its active and pending-review counts: two queries."""
+    roles = dict(Membership.objects.filter(user_id=user.pk).values_list("team_id", "role"))
+    superuser = bool(getattr(user, "is_superuser", False))
+    teams = list(
+        (Team.objects.all() if superuser else Team.objects.filter(pk__in=roles))
+        .prefetch_related("projects")
+        .order_by("name", "pk")
+    )
+    projects = [p for team in teams for p in team.projects.all()]
+    pending = Q(status=Status.PENDING_REVIEW)
+    rows = (
+        Memory.objects.filter(project__in=projects)
+        .values("project_id")
+        .annotate(
+            active=Count("pk", filter=Q(status=Status.ACTIVE)),
+            pending=Count("pk", filter=pending),
+            oldest_pending=Min("created_at", filter=pending),
+        )
+        .order_by()
+    )
+    counts: dict[int, dict[str, Any]] = {
+        row["project_id"]: {k: row[k] for k in ("active", "pending", "oldest_pending")} for row in rows
+    }
+    return [
+        TeamProjects(
+            team=team,
+            role=roles.get(team.pk, Role.ADMIN),  # only a superuser sees a team without a membership
+            projects=[ProjectCounts(project=p, **counts.get(p.pk, {})) for p in _by_slug(team)],
+        )
+        for team in teams
+    ]
+
+
+def _by_slug(team: Team) -> list[Project]:
+    return sorted(team.projects.all(), key=lambda project: project.slug)

@@ -51,7 +51,8 @@ class Access:
 
 
 def project_access(*, user: AbstractBaseUser, slug: str) -> Access:
-    """The signed-in person's access to the project ``slug``; Http404 unless they are a member.
+    """The signed-in person's access to the project ``slug``; Http404 unless they are a member
+    of its team or a superuser.
 
     Only signed-in views call it (``project_view`` wraps ``signed_in``)."""
     project = Project.objects.select_related("team").filter(slug=slug).first()
@@ -60,19 +61,11 @@ def project_access(*, user: AbstractBaseUser, slug: str) -> Access:
         if project
         else None
     )
+    if project is not None and role is None and getattr(user, "is_superuser", False):
+        role = Role.ADMIN  # a superuser administers every project, as in the Django admin
     if project is None or role is None:
         raise Http404("project not found")
     return Access(project=project, role=role, username=user.get_username())
-
-
-def memberships_for(*, user: AbstractBaseUser) -> list[Membership]:
-    """The person's teams with their projects, for the home page."""
-    return list(
-        Membership.objects.filter(user_id=user.pk)
-        .select_related("team")
-        .prefetch_related("team__projects")
-        .order_by("team__name")
-    )
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from ui.views import admin, graph, home, memory_detail, memory_list, operations, playground, review
+from ui.views import accounts, admin, graph, home, memory_detail, memory_list, operations, playground, review
 
 app_name = "ui"
 
@@ -55,4 +55,6 @@ urlpatterns = [
     path(P + "members/<int:membership_id>/<str:action>/", admin.member_change, name="member_change"),
     # Issue 16, part B (memory page, people, settings, graph, retrieval detail, evaluation, transfer).
     path(M + "links/search/", memory_detail.link_search, name="link_search"),
+    path(P + "members/new/", admin.person_create, name="person_create"),
+    path("accounts/set-password/<uidb64>/<token>/", accounts.SetPasswordView.as_view(), name="set_password"),
 ]

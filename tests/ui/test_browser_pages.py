@@ -28,3 +28,22 @@ def test_a_reviewer_links_a_memory_found_by_typing(page, live_server, person, pr
     assert MemoryEdge.objects.filter(from_memory=memory, to_memory=target, relationship="contradicts").exists()
     page.click("#links a")
     page.locator("#links .rel", has_text="contradicted by").wait_for()
+
+
+def test_an_admin_creates_a_person_and_the_link_lets_them_sign_in(page, live_server, person, project):
+    sign_in(page, live_server, person("admin"))
+    page.goto(f"{live_server.url}/p/{project.slug}/members/")
+    page.fill("#id_new_username", "frank")
+    page.select_option("#id_new_role", "reviewer")
+    page.click("#person-form button[type=submit]")
+    link = page.locator("#invite-url").input_value()
+    page.context.clear_cookies()
+    page.goto(link)
+    page.fill("#id_new_password1", "frank's long passphrase 7")
+    page.fill("#id_new_password2", "frank's long passphrase 7")
+    page.click("#set-password-form button[type=submit]")
+    page.fill("#id_username", "frank")
+    page.fill("#id_password", "frank's long passphrase 7")
+    page.click("button[type=submit]")
+    page.locator(f"#project-{project.slug}").wait_for()
+    assert page.locator(f"#project-{project.slug} .active-count").inner_text() == "0"

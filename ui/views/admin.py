@@ -5,9 +5,13 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from django.conf import settings
+from django.contrib.auth.tokens import default_token_generator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
 from django.views.decorators.http import require_POST
 
 from memories import services
@@ -16,7 +20,7 @@ from memoryhub.errors import DomainError
 from retrieval.memory_vectors import active_model
 from retrieval.reembed import get_progress
 from ui import selectors as ui_selectors
-from ui.forms import ApiKeyForm, MemberAddForm, MemberRoleForm, ProjectSettingsForm
+from ui.forms import ApiKeyForm, MemberAddForm, MemberRoleForm, PersonCreateForm, ProjectSettingsForm
 from ui.views.access import Access, done, is_htmx, page_context, project_view, refuse
 
 
@@ -94,7 +98,13 @@ def project_settings(request: HttpRequest, access: Access) -> HttpResponse:
 
 def _members_context(access: Access, **extra: Any) -> dict[str, Any]:
     members = ui_selectors.team_members(project=access.project)
-    defaults = {"members": members, "add_form": MemberAddForm(), "roles": Role.choices, "nav": "members"}
+    defaults = {
+        "members": members,
+        "add_form": MemberAddForm(),
+        "person_form": PersonCreateForm(),
+        "roles": Role.choices,
+        "nav": "members",
+    }
     return page_context(access, **{**defaults, **extra})
 
 
@@ -112,6 +122,37 @@ def members(request: HttpRequest, access: Access) -> HttpResponse:
         except DomainError as error:
             form.add_error("username" if error.code == "unknown_user" else None, error.message)
     return render(request, "ui/members.html", _members_context(access, add_form=form), status=422)
+
+
+def set_password_url(request: HttpRequest, user: Any) -> str:
+    """The one-time link where ``user`` chooses a password (Django's password-reset token:
+    it expires after PASSWORD_RESET_TIMEOUT and stops working once a password is set)."""
+    uidb64 = urlsafe_base64_encode(force_bytes(user.pk))
+    token = default_token_generator.make_token(user)
+    return request.build_absolute_uri(reverse("ui:set_password", args=[uidb64, token]))
+
+
+@project_view(Role.ADMIN)
+@require_POST
+def person_create(request: HttpRequest, access: Access) -> HttpResponse:
+    """Create a person in the team and show, once, the link where they set their password."""
+    form = PersonCreateForm(request.POST)
+    if form.is_valid():
+        try:
+            membership = services.person_create(
+                team=access.project.team, username=form.cleaned_data["new_username"], role=form.cleaned_data["new_role"]
+            )
+        except DomainError as error:
+            form.add_error("new_username", error.message)
+        else:
+            invite = set_password_url(request, membership.user)
+            days = settings.PASSWORD_RESET_TIMEOUT // 86400
+            name = membership.user.get_username()
+            context = _members_context(access, invited=name, invite_url=invite, invite_days=days)
+            response = render(request, "ui/members.html", context, status=201)
+            response["Cache-Control"] = "no-store"  # the link sets a password: never cached
+            return response
+    return render(request, "ui/members.html", _members_context(access, person_form=form), status=422)
 
 
 @project_view(Role.ADMIN)
