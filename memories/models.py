@@ -7,6 +7,7 @@ import uuid
 from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from pgvector.django import VectorField
@@ -72,6 +73,13 @@ class Project(models.Model):
     hyde_enabled = models.BooleanField(default=True)
     token_budget = models.PositiveIntegerField(default=1000)
     retrieval_rate_limit = models.PositiveIntegerField(default=10, help_text="Retrievals per user per minute")
+    # The relevance cut of retrieve calls that name none; null: MEMORYHUB_MIN_SCORE or the fitted one.
+    min_score = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Relevance cut when a request names none; empty: the server default",
+    )
     # The embedding model whose vectors searches use. A re-embed builds the next
     # model's vectors beside these and flips this field in one transaction.
     active_embedding_model = models.CharField(max_length=100, blank=True, default="")

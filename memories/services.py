@@ -547,7 +547,15 @@ def api_key_revoke(*, key: ApiKey) -> ApiKey:
 # --- Curation UI: project settings, memberships --------------------
 
 PROJECT_SETTINGS_FIELDS = frozenset(
-    {"capture_policy", "auto_approve_confidence", "taxonomy", "hyde_enabled", "token_budget"}
+    {
+        "capture_policy",
+        "auto_approve_confidence",
+        "taxonomy",
+        "hyde_enabled",
+        "token_budget",
+        "retrieval_rate_limit",
+        "min_score",
+    }
 )
 
 
@@ -563,6 +571,11 @@ def project_settings_update(*, project: Project, changes: dict[str, Any]) -> Pro
         raise Invalid("auto-approve confidence must be between 0 and 1", code="invalid_confidence")
     if int(changes.get("token_budget", project.token_budget)) < 1:
         raise Invalid("the token budget must be at least 1", code="invalid_token_budget")
+    if int(changes.get("retrieval_rate_limit", project.retrieval_rate_limit)) < 0:
+        raise Invalid("the rate limit cannot be negative (0: no limit)", code="invalid_rate_limit")
+    min_score = changes.get("min_score", project.min_score)
+    if min_score is not None and not 0 <= float(min_score) <= 1:
+        raise Invalid("min_score must be between 0 and 1, or empty for the default", code="invalid_min_score")
     with transaction.atomic(durable=True):
         project = Project.objects.select_for_update().get(pk=project.pk)
         for name, value in changes.items():

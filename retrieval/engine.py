@@ -131,7 +131,10 @@ class RetrieveResult:
         }
 
 
-def default_min_score() -> float:
+def default_min_score(project_min_score: float | None = None) -> float:
+    """The cut when a request names none: the project's own, else MEMORYHUB_MIN_SCORE, else the fitted one."""
+    if project_min_score is not None:
+        return float(project_min_score)
     value = getattr(settings, "MEMORYHUB_MIN_SCORE", None)
     return relevance.FITTED.min_score if value is None else float(value)
 
@@ -208,7 +211,15 @@ def _run(project: Project, request: RetrieveRequest, trace: Trace, started: floa
         deadline=started + budget_s,
         trace=trace,
     )
-    scored = score(candidates, request=request, vectors=vectors, query_vectors=len(queries), model=model, trace=trace)
+    scored = score(
+        candidates,
+        request=request,
+        vectors=vectors,
+        query_vectors=len(queries),
+        model=model,
+        trace=trace,
+        project_min_score=project.min_score,
+    )
     if _wants_judge(request):
         scored = judge.run(
             query=window or query,
@@ -352,10 +363,12 @@ def score(
     query_vectors: int,
     model: str,
     trace: Trace,
+    project_min_score: float | None = None,
 ) -> list[tuple[str, float]]:
     """Relevance per candidate, cut at min_score and the relative margin, best first.
 
-    A request's own ``min_score`` replaces both cuts (``min_score: 0`` returns the ranking).
+    A request's own ``min_score`` replaces both cuts (``min_score: 0`` returns the ranking);
+    else the project's ``min_score`` (when set) replaces the default absolute cut.
     Without query vectors (embedder down) the hand-set keyword model of ``calibration``
     scores the full-text hits.
     """
@@ -368,7 +381,7 @@ def score(
                 **keyword_only_inputs(candidate), params=calibration.DEFAULT_PARAMS
             )
     else:
-        threshold = request.min_score if explicit else default_min_score()
+        threshold = request.min_score if explicit else default_min_score(project_min_score)
         margin = 0.0 if explicit else default_margin()
         try:
             stats = relevance.background(vectors, model=model)

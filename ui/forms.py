@@ -8,6 +8,7 @@ from django import forms
 from django.contrib.auth.validators import UnicodeUsernameValidator
 
 from memories.models import CapturePolicy, Kind, Project, Relationship, Role, Scope, Status
+from retrieval.engine import default_min_score
 from retrieval.llm import llm_configured
 from ui.selectors import SORTS, ListFilters
 
@@ -155,9 +156,23 @@ class ProjectSettingsForm(forms.Form):
     )
     hyde_enabled = forms.BooleanField(required=False, label="HyDE (hypothetical answers) on")
     token_budget = forms.IntegerField(min_value=1, max_value=100_000, label="Token budget")
+    retrieval_rate_limit = forms.IntegerField(
+        min_value=0, max_value=100_000, label="Rate limit", help_text="Retrievals per end user per minute; 0: no limit."
+    )
+    min_score = forms.FloatField(
+        required=False,
+        min_value=0,
+        max_value=1,
+        widget=forms.NumberInput(attrs={"step": "0.01"}),
+        label="Relevance cut (min_score)",
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.fields["min_score"].help_text = (
+            "Memories scoring below it are not returned, unless a request names its own. "
+            f"Empty: the server default ({default_min_score():.2f})."
+        )
         if not llm_configured():  # issue 16, defect 6: the setting must not look like HyDE runs
             self.fields["hyde_enabled"].help_text = (
                 "No LLM is configured (MEMORYHUB_LLM_BASE_URL or OPENAI_API_KEY): HyDE does not run, "
@@ -177,7 +192,14 @@ class ProjectSettingsForm(forms.Form):
 
     @classmethod
     def initial_for(cls, project: Project) -> dict[str, Any]:
-        fields = ("capture_policy", "auto_approve_confidence", "hyde_enabled", "token_budget")
+        fields = (
+            "capture_policy",
+            "auto_approve_confidence",
+            "hyde_enabled",
+            "token_budget",
+            "retrieval_rate_limit",
+            "min_score",
+        )
         return {**{name: getattr(project, name) for name in fields}, "taxonomy": "\n".join(project.taxonomy)}
 
 

@@ -131,7 +131,13 @@ def _admin_writes(project: Project) -> dict[str, Case]:
     promoted = Membership.objects.create(
         team=project.team, user=get_user_model().objects.create_user(username="promoted")
     )
-    settings = {"capture_policy": "review", "auto_approve_confidence": "0.9", "taxonomy": "a\nb", "token_budget": "777"}
+    settings = {
+        "capture_policy": "review",
+        "auto_approve_confidence": "0.9",
+        "taxonomy": "a\nb",
+        "token_budget": "777",
+        "retrieval_rate_limit": "10",
+    }
     return {
         "read_keys": Case("get", f"{base}/keys/", {}, lambda: True),
         "key_create": Case(

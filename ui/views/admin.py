@@ -17,6 +17,7 @@ from django.views.decorators.http import require_POST
 from memories import services
 from memories.models import ApiKey, Role
 from memoryhub.errors import DomainError
+from retrieval.llm import llm_configured
 from retrieval.memory_vectors import active_model
 from retrieval.reembed import get_progress
 from ui import selectors as ui_selectors
@@ -69,11 +70,24 @@ def _reembed_progress(project_id: int) -> dict[str, Any] | None:
     return None
 
 
+def llm_status() -> dict[str, Any]:
+    """What the server's LLM set-up does for this project: capture classifier and HyDE, or neither."""
+    if not llm_configured():
+        return {"configured": False}
+    return {
+        "configured": True,
+        "endpoint": settings.MEMORYHUB_LLM_BASE_URL or "OpenAI",
+        "model": settings.MEMORYHUB_LLM_MODEL,
+        "hyde_model": settings.MEMORYHUB_HYDE_MODEL,
+    }
+
+
 def _settings_context(access: Access, form: ProjectSettingsForm, **extra: Any) -> dict[str, Any]:
     return page_context(
         access,
         form=form,
         embedding_model=active_model(access.project),
+        llm=llm_status(),
         reembed=_reembed_progress(access.project.pk),
         nav="settings",
         **extra,

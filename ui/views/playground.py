@@ -55,7 +55,12 @@ class PlaygroundForm(forms.Form):
     def __init__(self, *args: Any, project: Project, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # Blank options fall back to the project's settings; the placeholders say what those are.
-        defaults = {"token_budget": project.token_budget, "min_score": default_min_score(), "hop_depth": 1, "limit": 10}
+        defaults = {
+            "token_budget": project.token_budget,
+            "min_score": default_min_score(project.min_score),
+            "hop_depth": 1,
+            "limit": 10,
+        }
         for name, value in defaults.items():
             self.fields[name].widget.attrs["placeholder"] = str(value)
         runs = project.hyde_enabled and llm_configured()
