@@ -32,9 +32,22 @@
     return node;
   }
 
-  function layout(nodes, edges, width, height, gap) {
+  // Grouping: each category gets a centre on a circle and pulls its nodes towards it.
+  function groupCentres(nodes, width, height, spread) {
+    var names = {}, centres = {};
+    nodes.forEach(function (p) { names[p.category || ""] = true; });
+    var list = Object.keys(names).sort(), r = list.length > 1 ? spread * 1.1 + 60 : 0;
+    list.forEach(function (name, i) {
+      var a = 2 * Math.PI * i / list.length - Math.PI / 2;
+      centres[name] = { x: width / 2 + r * Math.cos(a), y: height / 2 + r * Math.sin(a), name: name };
+    });
+    return centres;
+  }
+
+  function layout(nodes, edges, width, height, gap, grouped) {
     var n = nodes.length, byId = {};
     var spread = Math.sqrt(n) * gap * 0.7 + 40;
+    var centres = grouped ? groupCentres(nodes, width, height, spread) : null;
     nodes.forEach(function (node, i) {
       // Sunflower seeds: an even, deterministic start, so the same data draws the same way.
       var r = spread * Math.sqrt((i + 0.5) / n), a = i * 2.399963;
@@ -64,7 +77,9 @@
             p.vx += ddx * f; p.vy += ddy * f;
           }
         }
-        p.vx += (width / 2 - p.x) * 0.004; p.vy += (height / 2 - p.y) * 0.004;
+        var home = centres ? centres[p.category || ""] : { x: width / 2, y: height / 2 };
+        var pull = centres ? 0.03 : 0.004;
+        p.vx += (home.x - p.x) * pull; p.vy += (home.y - p.y) * pull;
       });
       links.forEach(function (l) {
         var dx = l.t.x - l.s.x, dy = l.t.y - l.s.y, d = Math.sqrt(dx * dx + dy * dy) || 1;
@@ -77,6 +92,7 @@
         p.x += p.vx; p.y += p.vy; p.vx *= 0.5; p.vy *= 0.5;
       });
     }
+    links.centres = centres;
     return links;
   }
 
@@ -88,45 +104,113 @@
     return b;
   }
 
-  function draw(data) {
-    var nodes = data.nodes, width = 1000, height = 700;
+  var controls = {
+    linked: document.getElementById("graph-linked-only"),
+    grouped: document.getElementById("graph-group"),
+    search: document.getElementById("graph-search")
+  };
+  var data = null, view = null;
+
+  function visibleNodes() {
+    if (!controls.linked || !controls.linked.checked) return data.nodes.slice();
+    var linked = {};
+    data.edges.forEach(function (e) { linked[e.source] = true; linked[e.target] = true; });
+    return data.nodes.filter(function (p) { return linked[p.id]; });
+  }
+
+  function matcher() {
+    var words = (controls.search ? controls.search.value : "").toLowerCase().split(/\s+/).filter(Boolean);
+    if (!words.length) return null;
+    return function (p) {
+      var text = (p.label + " " + (p.category || "")).toLowerCase();
+      return words.every(function (w) { return text.indexOf(w) >= 0; });
+    };
+  }
+
+  function draw() {
+    var nodes = visibleNodes(), width = 1000, height = 700;
     svg.textContent = "";
-    if (!nodes.length) { status.textContent = "This end user has no memories yet."; return; }
-    var labels = nodes.length <= 80;
+    if (!nodes.length) {
+      status.textContent = data.nodes.length ? "No memory of this end user has a link." : "This end user has no memories yet.";
+      return;
+    }
+    var small = nodes.length <= 80, grouped = !!(controls.grouped && controls.grouped.checked);
     // Labelled graphs need room between nodes for their text.
-    var links = layout(nodes, data.edges, width, height, labels ? 110 : 40);
-    var b = bounds(nodes), pad = labels ? 160 : 30;
-    var view = { x: b.x0 - pad, y: b.y0 - 30, w: b.x1 - b.x0 + 2 * pad, h: b.y1 - b.y0 + 60 };
+    var links = layout(nodes, data.edges, width, height, small ? 110 : 40, grouped);
+    var b = bounds(nodes), pad = small ? 160 : 30;
+    view = { x: b.x0 - pad, y: b.y0 - 30, w: b.x1 - b.x0 + 2 * pad, h: b.y1 - b.y0 + 60 };
     // Never zoom a small graph in so far that nodes and labels become huge.
     var minW = 900, minH = 600;
     if (view.w < minW) { view.x -= (minW - view.w) / 2; view.w = minW; }
     if (view.h < minH) { view.y -= (minH - view.h) / 2; view.h = minH; }
-    svg.setAttribute("viewBox", [view.x, view.y, view.w, view.h].join(" "));
+    applyView();
     var edgeLayer = el("g", { class: "edges" }, svg), nodeLayer = el("g", { class: "nodes" }, svg);
+    var labelLayer = el("g", { class: "labels" }, svg);
     links.forEach(function (l) {
       var style = EDGE_STYLE[l.rel] || EDGE_STYLE.related;
       var line = el("line", { x1: l.s.x, y1: l.s.y, x2: l.t.x, y2: l.t.y, stroke: style.colour,
         "stroke-width": 1.5, "stroke-dasharray": style.dash, "class": "edge" }, edgeLayer);
       el("title", {}, line).textContent = l.rel;
     });
+    var match = matcher(), found = [];
     nodes.forEach(function (p) {
-      var link = el("a", { href: p.url, "class": "node" + (FADED[p.status] ? " faded" : "") }, nodeLayer);
-      el("circle", { cx: p.x, cy: p.y, r: p.status === "pending_review" ? 7 : 6, fill: colour(p.category),
+      var hit = match ? match(p) : false;
+      if (hit) found.push(p);
+      var cls = "node" + (FADED[p.status] ? " faded" : "") + (hit ? " match" : match ? " dim" : "");
+      var link = el("a", { href: p.url, "class": cls, "data-id": p.id }, nodeLayer);
+      el("circle", { cx: p.x, cy: p.y, r: hit ? 9 : p.status === "pending_review" ? 7 : 6, fill: colour(p.category),
         stroke: p.scope === "project" ? "#24292f" : "#fff", "stroke-width": 1.5 }, link);
       el("title", {}, link).textContent = p.label + " — " + (p.category || "no category") + ", " +
         p.status.replace("_", " ") + ", v" + p.version;
-      if (labels) {
-        el("text", { x: p.x + 9, y: p.y + 4, "class": "node-label" }, link).textContent =
-          p.label.length > 30 ? p.label.slice(0, 29) + "…" : p.label;
-      }
     });
-    status.textContent = nodes.length + " memories, " + links.length + " links.";
-    enablePanZoom(view);
+    // Search matches are labelled first (in any graph); other nodes only in small graphs.
+    placeLabels(found.concat(small && !match ? nodes : []), labelLayer);
+    if (links.centres) groupLabels(links.centres, nodes, labelLayer);
+    status.textContent = nodes.length + " memories, " + links.length + " links" +
+      (match ? "; " + found.length + " match “" + controls.search.value.trim() + "”." : ".");
     legend(nodes);
   }
 
-  function enablePanZoom(view) {
-    function apply() { svg.setAttribute("viewBox", [view.x, view.y, view.w, view.h].join(" ")); }
+  // Labels never overlap: each tries four spots around its node and is dropped (its node
+  // keeps the tooltip) when all four collide with a label already placed or another node.
+  function placeLabels(nodes, layer) {
+    var placed = [], seen = {};
+    var dots = nodes.map(function (p) { return { x0: p.x - 7, y0: p.y - 7, x1: p.x + 7, y1: p.y + 7, id: p.id }; });
+    function clear(box, id) {
+      return placed.every(function (o) { return box.x1 < o.x0 || box.x0 > o.x1 || box.y1 < o.y0 || box.y0 > o.y1; }) &&
+        dots.every(function (d) { return d.id === id || box.x1 < d.x0 || box.x0 > d.x1 || box.y1 < d.y0 || box.y0 > d.y1; });
+    }
+    nodes.forEach(function (p) {
+      if (seen[p.id]) return;
+      seen[p.id] = true;
+      var text = p.label.length > 30 ? p.label.slice(0, 29) + "…" : p.label, w = text.length * 6.2, h = 13;
+      var spots = [[p.x + 9, p.y + 4, "start"], [p.x - 9, p.y + 4, "end"], [p.x, p.y - 10, "middle"], [p.x, p.y + 18, "middle"]];
+      for (var i = 0; i < spots.length; i++) {
+        var s = spots[i], x0 = s[2] === "start" ? s[0] : s[2] === "end" ? s[0] - w : s[0] - w / 2;
+        var box = { x0: x0 - 1, y0: s[1] - h + 2, x1: x0 + w + 1, y1: s[1] + 3 };
+        if (!clear(box, p.id)) continue;
+        placed.push(box);
+        el("text", { x: s[0], y: s[1], "text-anchor": s[2], "class": "node-label", "data-id": p.id }, layer).textContent = text;
+        return;
+      }
+    });
+  }
+
+  function groupLabels(centres, nodes, layer) {
+    Object.keys(centres).forEach(function (name) {
+      var members = nodes.filter(function (p) { return (p.category || "") === name; });
+      if (!members.length) return;
+      var top = Math.min.apply(null, members.map(function (p) { return p.y; }));
+      var x = members.reduce(function (sum, p) { return sum + p.x; }, 0) / members.length;
+      el("text", { x: x, y: top - 22, "text-anchor": "middle", "class": "group-label" }, layer).textContent =
+        name || "no category";
+    });
+  }
+
+  function applyView() { svg.setAttribute("viewBox", [view.x, view.y, view.w, view.h].join(" ")); }
+
+  function enablePanZoom() {
+    var apply = applyView;
     svg.addEventListener("wheel", function (event) {
       event.preventDefault();
       var rect = svg.getBoundingClientRect(), k = event.deltaY > 0 ? 1.15 : 1 / 1.15;
@@ -171,6 +255,16 @@
       if (!response.ok) throw new Error("the server answered " + response.status);
       return response.json();
     })
-    .then(draw)
+    .then(function (body) {
+      data = body;
+      draw();
+      enablePanZoom();
+      [controls.linked, controls.grouped].forEach(function (c) { if (c) c.addEventListener("change", draw); });
+      var timer = null;  // a redraw lays the graph out again: wait until typing pauses
+      if (controls.search) controls.search.addEventListener("input", function () {
+        clearTimeout(timer);
+        timer = setTimeout(draw, 200);
+      });
+    })
     .catch(function (error) { status.textContent = "Could not load the graph: " + error.message; });
 })();

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from memories import services
 from memories.models import MemoryEdge
 from tests.ui.test_browser import sign_in
 
@@ -47,3 +48,67 @@ def test_an_admin_creates_a_person_and_the_link_lets_them_sign_in(page, live_ser
     page.click("button[type=submit]")
     page.locator(f"#project-{project.slug}").wait_for()
     assert page.locator(f"#project-{project.slug} .active-count").inner_text() == "0"
+
+
+OVERLAPS = """() => {
+  const boxes = [...document.querySelectorAll('#graph text.node-label')].map(t => t.getBBox());
+  let n = 0;
+  boxes.forEach((a, i) => boxes.slice(i + 1).forEach(b => {
+    if (a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height) n++;
+  }));
+  return n;
+}"""
+
+
+def _graph_of_twelve(project, memory_factory):
+    made = [
+        memory_factory(f"Alice note {i} about {'Neovim' if i < 3 else 'tea'}.", category=project.taxonomy[i % 3])
+        for i in range(12)
+    ]
+    services.edge_link(source=made[0], target=made[1], relationship="refines", actor="t")
+    return made
+
+
+def test_the_graph_shows_linked_only_and_groups_by_category(page, live_server, person, project, memory_factory):
+    _graph_of_twelve(project, memory_factory)
+    sign_in(page, live_server, person("viewer"))
+    page.goto(f"{live_server.url}/p/{project.slug}/graph/?user=alice")
+    page.locator("#graph circle").nth(11).wait_for()
+    page.check("#graph-linked-only")
+    page.wait_for_function("() => document.querySelectorAll('#graph circle').length === 2")
+    assert page.locator("#graph line.edge").count() == 1
+    page.uncheck("#graph-linked-only")
+    page.check("#graph-group")
+    page.locator("#graph text.group-label").nth(2).wait_for()
+    assert sorted(page.locator("#graph text.group-label").all_text_contents()) == sorted(project.taxonomy[:3])
+    assert page.locator("#graph circle").count() == 12
+
+
+def test_the_graph_search_highlights_matches_and_labels_never_overlap(
+    page, live_server, person, project, memory_factory
+):
+    _graph_of_twelve(project, memory_factory)
+    sign_in(page, live_server, person("viewer"))
+    page.goto(f"{live_server.url}/p/{project.slug}/graph/?user=alice")
+    page.locator("#graph circle").nth(11).wait_for()
+    assert page.locator("#graph text.node-label").count() > 0
+    assert page.evaluate(OVERLAPS) == 0
+    page.fill("#graph-search", "neovim")
+    page.wait_for_function("() => document.querySelectorAll('#graph .node.match').length === 3")
+    assert page.locator("#graph .node.dim").count() == 9
+    assert page.locator("#graph text.node-label").count() == 3  # only the matches are labelled
+    assert "3 match" in page.locator("#graph-status").inner_text()
+    assert page.evaluate(OVERLAPS) == 0
+
+
+def test_labels_of_a_crowded_graph_do_not_collide(page, live_server, person, project):
+    drafts = [services.MemoryDraft(user_id="alice", content=f"Crowded memory number {i}.") for i in range(80)]
+    made = services.memory_bulk_create(project=project, drafts=drafts, actor="t")
+    for i in range(79):  # a dense chain pulls the nodes together
+        services.edge_link(source=made[i], target=made[i + 1], relationship="related", actor="t")
+    sign_in(page, live_server, person("viewer"))
+    page.goto(f"{live_server.url}/p/{project.slug}/graph/?user=alice")
+    page.locator("#graph circle").nth(79).wait_for()
+    labelled = page.locator("#graph text.node-label").count()
+    print(f"{labelled} of 80 nodes labelled without overlap")
+    assert labelled > 0 and page.evaluate(OVERLAPS) == 0
