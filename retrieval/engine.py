@@ -591,6 +591,7 @@ def _log(project: Project, request: RetrieveRequest, trace: Trace, result: Retri
         query_hash=hashlib.sha256((trace.query or request.query or "").encode()).hexdigest(),
         result_count=len(result.memories),
         memory_ids=[str(h.memory.pk) for h in result.memories],
+        scores=[round(h.score, 4) for h in result.memories],
         latency_ms=trace.timings.get("total", 0.0),
         degraded=list(trace.degraded),
         timings=dict(trace.timings),

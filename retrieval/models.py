@@ -13,6 +13,8 @@ class RetrievalLog(models.Model):
     query_hash = models.CharField(max_length=64)
     result_count = models.PositiveIntegerField(default=0)
     memory_ids = models.JSONField(default=list, blank=True)
+    # The relevance score of each returned memory, in the order of memory_ids.
+    scores = models.JSONField(default=list, blank=True)
     latency_ms = models.FloatField()
     degraded = models.JSONField(default=list, blank=True)
     timings = models.JSONField(default=dict, blank=True)

@@ -15,10 +15,12 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Min, Q
+from django.http import Http404
 
 from capture.models import CaptureJob
 from memories.models import ApiKey, Conversation, Membership, Memory, Project, Role, Status, Team
 from memories.selectors import memories_visible
+from retrieval.models import RetrievalLog
 
 # How actors are written (memories.models.Memory.created_by): kind, then what names it.
 _ACTOR = re.compile(r"^(?P<kind>api_key|user|system|classifier|rules):(?P<ref>.*)$")
@@ -175,3 +177,40 @@ def home_teams(*, user: AbstractBaseUser) -> list[TeamProjects]:
 
 def _by_slug(team: Team) -> list[Project]:
     return sorted(team.projects.all(), key=lambda project: project.slug)
+
+
+# --- Retrieval log: one call and what it returned ------------------------------------------
+
+
+@dataclass(frozen=True)
+class Returned:
+    rank: int
+    memory_id: str
+    score: float | None
+    memory: Memory | None  # None: deleted or purged since
+
+
+def retrieval_log_get(*, project: Project, log_id: int) -> RetrievalLog:
+    """One retrieve call of the project; Http404 for another project's."""
+    found = RetrievalLog.objects.filter(project=project, pk=log_id).first()
+    if found is None:
+        raise Http404("retrieval not found")
+    return found
+
+
+def retrieval_returned(*, project: Project, log: RetrievalLog) -> list[Returned]:
+    """The memories the call returned, in its order, with their scores (logs written before
+    scores were kept have none)."""
+    ids = [str(i) for i in log.memory_ids]
+    valid = [i for i in ids if _is_uuid(i)]
+    rows = {str(m.pk): m for m in Memory.objects.filter(project=project, pk__in=valid)}
+    scores = list(log.scores or [])
+    return [
+        Returned(
+            rank=i + 1,
+            memory_id=memory_id,
+            score=float(scores[i]) if i < len(scores) else None,
+            memory=rows.get(memory_id),
+        )
+        for i, memory_id in enumerate(ids)
+    ]

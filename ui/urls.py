@@ -57,4 +57,5 @@ urlpatterns = [
     path(M + "links/search/", memory_detail.link_search, name="link_search"),
     path(P + "members/new/", admin.person_create, name="person_create"),
     path("accounts/set-password/<uidb64>/<token>/", accounts.SetPasswordView.as_view(), name="set_password"),
+    path(P + "retrievals/<int:log_id>/", operations.retrieval_detail, name="retrieval"),
 ]

@@ -7,6 +7,7 @@ import pytest
 
 from memories import services
 from memories.models import MemoryEdge
+from retrieval.models import RetrievalLog
 from tests.ui.test_browser import sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -112,3 +113,22 @@ def test_labels_of_a_crowded_graph_do_not_collide(page, live_server, person, pro
     labelled = page.locator("#graph text.node-label").count()
     print(f"{labelled} of 80 nodes labelled without overlap")
     assert labelled > 0 and page.evaluate(OVERLAPS) == 0
+
+
+def test_the_retrieval_log_drills_into_what_a_call_returned(page, live_server, person, project, memory_factory):
+    first, second = memory_factory("Alice drinks green tea."), memory_factory("Alice dislikes coffee.")
+    RetrievalLog.objects.create(
+        project=project, user_id="alice", correlation_id="corr-1", query_hash="h", result_count=2,
+        memory_ids=[str(first.pk), str(second.pk)], scores=[0.91, 0.42], latency_ms=31.0,
+        timings={"search": 12.0, "embed": 9.5, "total": 31.0},
+    )  # fmt: skip
+    sign_in(page, live_server, person("viewer"))
+    page.goto(f"{live_server.url}/p/{project.slug}/retrievals/")
+    page.click("#logs tbody a")
+    rows = page.locator("#returned tbody tr")
+    rows.nth(1).wait_for()
+    assert rows.nth(0).locator(".score").inner_text() == "0.910"
+    assert "Alice dislikes coffee." in rows.nth(1).inner_text()
+    assert page.locator("#stages tbody tr").first.inner_text().startswith("search")
+    rows.nth(0).locator("a").click()
+    page.wait_for_url(f"**/memories/{first.pk}/")

@@ -14,6 +14,7 @@ from capture import services as capture_services
 from capture.models import CaptureJob, JobStatus
 from memories.models import Memory, Role
 from memoryhub.errors import DomainError, NotFound
+from ui import page_selectors
 from ui import selectors as ui_selectors
 from ui.views.access import Access, done, is_htmx, next_url, page_context, project_view, refuse
 
@@ -123,3 +124,13 @@ def retrieval_log(request: HttpRequest, access: Access) -> HttpResponse:
     recent = list(queryset.values("created_at", "latency_ms", "cached")[:CHART_POINTS])[::-1]
     context = page_context(access, page=page, recent=recent, nav="retrievals")
     return render(request, "ui/retrievals.html", context)
+
+
+@project_view()
+def retrieval_detail(request: HttpRequest, access: Access, log_id: int) -> HttpResponse:
+    """One retrieve call: its timings and the memories it returned, with their scores."""
+    log = page_selectors.retrieval_log_get(project=access.project, log_id=log_id)
+    returned = page_selectors.retrieval_returned(project=access.project, log=log)
+    stages = sorted(((k, v) for k, v in (log.timings or {}).items() if k != "total"), key=lambda kv: -float(kv[1]))
+    context = page_context(access, log=log, returned=returned, stages=stages, nav="retrievals")
+    return render(request, "ui/retrieval.html", context)
