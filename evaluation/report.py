@@ -326,6 +326,21 @@ def _run_info_section(run_info: Mapping[str, Any]) -> str:
     return f"<h2>Run</h2><dl>{''.join(items)}</dl>" if items else ""
 
 
+def render_sections(summary: Mapping[str, Any], *, comparison: Mapping[str, Any] | None = None) -> str:
+    """The report's figures (tables and inline SVG charts) without the page around them: the
+    HTML report's body, and the web UI's Evaluation page."""
+    return "".join(
+        [
+            _headline_section(summary),
+            _comparison_section(comparison),
+            _category_section(summary),
+            _latency_section(summary),
+            _safety_section(summary),
+            _full_metrics_section(summary),
+        ]
+    )
+
+
 def render_html(
     summary: Mapping[str, Any],
     *,
@@ -338,18 +353,7 @@ def render_html(
     ``run_info`` (dataset, engine settings, commit, date…) is shown as given; ``comparison``
     is the output of ``baselines.compare`` and adds the baseline charts when present.
     """
-    body = "".join(
-        [
-            f"<h1>{escape(title)}</h1>",
-            _run_info_section(run_info),
-            _headline_section(summary),
-            _comparison_section(comparison),
-            _category_section(summary),
-            _latency_section(summary),
-            _safety_section(summary),
-            _full_metrics_section(summary),
-        ]
-    )
+    body = f"<h1>{escape(title)}</h1>" + _run_info_section(run_info) + render_sections(summary, comparison=comparison)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'

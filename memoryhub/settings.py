@@ -29,6 +29,11 @@ MEMORYHUB_HOME = env.path(
     "data, sockets and logs of the embedded Postgres and Redis; demo credentials; the development secret key. "
     "A relative path is relative to the project folder",
 )
+MEMORYHUB_REPORTS_DIR = env.path(
+    "MEMORYHUB_REPORTS_DIR",
+    "reports",
+    "where the web UI's Evaluation page reads the `eval_retrieval` / `eval_capture` reports",
+)
 DATABASE_URL = env.text(
     "DATABASE_URL",
     "",

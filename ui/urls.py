@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from ui.views import accounts, admin, graph, home, memory_detail, memory_list, operations, playground, review
+from ui.views import accounts, admin, graph, home, memory_detail, memory_list, operations, playground, review, transfer
 
 app_name = "ui"
 
@@ -58,4 +58,7 @@ urlpatterns = [
     path(P + "members/new/", admin.person_create, name="person_create"),
     path("accounts/set-password/<uidb64>/<token>/", accounts.SetPasswordView.as_view(), name="set_password"),
     path(P + "retrievals/<int:log_id>/", operations.retrieval_detail, name="retrieval"),
+    path(P + "transfer/", transfer.transfer, name="transfer"),
+    path(P + "transfer/export/", transfer.transfer_export, name="transfer_export"),
+    path(P + "evaluation/", operations.evaluation, name="evaluation"),
 ]

@@ -132,3 +132,18 @@ def test_the_retrieval_log_drills_into_what_a_call_returned(page, live_server, p
     assert page.locator("#stages tbody tr").first.inner_text().startswith("search")
     rows.nth(0).locator("a").click()
     page.wait_for_url(f"**/memories/{first.pk}/")
+
+
+def test_an_admin_imports_a_file_and_sees_each_rejected_line(page, live_server, person, project, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"type": "header", "format": "memoryhub-export", "version": 1}\n{"type": "memory"}\n[]\n')
+    sign_in(page, live_server, person("admin"))
+    page.goto(f"{live_server.url}/p/{project.slug}/transfer/")
+    page.set_input_files("#id_file", str(bad))
+    page.click("#import-form button[type=submit]")
+    page.locator("#rejected-lines tbody tr").nth(1).wait_for()
+    assert page.locator("#import-rejected").inner_text().startswith("2 lines of bad.jsonl rejected")
+    assert page.locator("#rejected-lines tbody tr").nth(1).inner_text().startswith("3")
+    with page.expect_download() as download:
+        page.click("#export-form button[type=submit]")
+    assert download.value.suggested_filename == f"{project.slug}.jsonl"

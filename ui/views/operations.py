@@ -3,6 +3,9 @@ retrieval log."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from django.conf import settings
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -14,7 +17,7 @@ from capture import services as capture_services
 from capture.models import CaptureJob, JobStatus
 from memories.models import Memory, Role
 from memoryhub.errors import DomainError, NotFound
-from ui import page_selectors
+from ui import eval_reports, page_selectors
 from ui import selectors as ui_selectors
 from ui.views.access import Access, done, is_htmx, next_url, page_context, project_view, refuse
 
@@ -134,3 +137,18 @@ def retrieval_detail(request: HttpRequest, access: Access, log_id: int) -> HttpR
     stages = sorted(((k, v) for k, v in (log.timings or {}).items() if k != "total"), key=lambda kv: -float(kv[1]))
     context = page_context(access, log=log, returned=returned, stages=stages, nav="retrievals")
     return render(request, "ui/retrieval.html", context)
+
+
+@project_view()
+def evaluation(request: HttpRequest, access: Access) -> HttpResponse:
+    """The latest eval_retrieval and eval_capture runs with their figures."""
+    found = eval_reports.latest_reports(directory=Path(settings.MEMORYHUB_REPORTS_DIR))
+    context = page_context(
+        access,
+        retrieval=[r for r in found if r.kind == "retrieval"],
+        capture=[r for r in found if r.kind == "capture"],
+        unreadable=[r for r in found if r.kind == "unknown"],
+        directory=settings.MEMORYHUB_REPORTS_DIR,
+        nav="evaluation",
+    )
+    return render(request, "ui/evaluation.html", context)
