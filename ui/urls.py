@@ -56,6 +56,7 @@ urlpatterns = [
     # Issue 16, part B (memory page, people, settings, graph, retrieval detail, evaluation, transfer).
     path(M + "links/search/", memory_detail.link_search, name="link_search"),
     path(P + "members/new/", admin.person_create, name="person_create"),
+    path(P + "members/links/<int:membership_id>/", admin.member_invite_again, name="member_invite"),
     path("accounts/set-password/<uidb64>/<token>/", accounts.SetPasswordView.as_view(), name="set_password"),
     path(P + "retrievals/<int:log_id>/", operations.retrieval_detail, name="retrieval"),
     path(P + "transfer/", transfer.transfer, name="transfer"),

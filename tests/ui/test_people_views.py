@@ -92,3 +92,18 @@ def test_home_shows_each_projects_counts_and_the_review_backlog(client_as, proje
     assert re.search(r'class="active-count">3<', row)
     assert re.search(r'class="pending-count"><a href="/p/acme-agent/review/">2</a>', row)
     assert re.search(r'<strong id="backlog-total">2</strong>', page)
+
+
+def test_a_lost_link_is_replaced_only_while_no_password_is_set(client_as, project, person):
+    client = client_as("admin")
+    client.post(f"/p/{project.slug}/members/new/", {"new_username": "gina", "new_role": "viewer"})
+    gina = Membership.objects.get(team=project.team, user__username="gina")
+    again = client.post(f"/p/{project.slug}/members/links/{gina.pk}/")
+    assert again.status_code == 200 and again["Cache-Control"] == "no-store"
+    assert _invite_link(again).startswith("/accounts/set-password/")
+    settled = Membership.objects.get(team=project.team, user=person("viewer"))
+    assert client.post(f"/p/{project.slug}/members/links/{settled.pk}/").status_code == 302  # refused
+    assert (
+        "New password link"
+        not in client.get(f"/p/{project.slug}/members/").content.decode().split("viewer-person")[1].split("</tr>")[0]
+    )

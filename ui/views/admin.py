@@ -159,14 +159,29 @@ def person_create(request: HttpRequest, access: Access) -> HttpResponse:
         except DomainError as error:
             form.add_error("new_username", error.message)
         else:
-            invite = set_password_url(request, membership.user)
-            days = settings.PASSWORD_RESET_TIMEOUT // 86400
-            name = membership.user.get_username()
-            context = _members_context(access, invited=name, invite_url=invite, invite_days=days)
-            response = render(request, "ui/members.html", context, status=201)
-            response["Cache-Control"] = "no-store"  # the link sets a password: never cached
-            return response
+            return _invite_response(request, access, membership.user, status=201)
     return render(request, "ui/members.html", _members_context(access, person_form=form), status=422)
+
+
+def _invite_response(request: HttpRequest, access: Access, user: Any, *, status: int) -> HttpResponse:
+    """The members page with ``user``'s set-password link, shown on this answer only."""
+    days = settings.PASSWORD_RESET_TIMEOUT // 86400
+    invite = set_password_url(request, user)
+    context = _members_context(access, invited=user.get_username(), invite_url=invite, invite_days=days)
+    response = render(request, "ui/members.html", context, status=status)
+    response["Cache-Control"] = "no-store"  # the link sets a password: never cached
+    return response
+
+
+@project_view(Role.ADMIN)
+@require_POST
+def member_invite_again(request: HttpRequest, access: Access, membership_id: int) -> HttpResponse:
+    """A new set-password link for a member who has not chosen a password yet (a lost link)."""
+    membership = ui_selectors.membership_in_team(project=access.project, membership_id=membership_id)
+    if membership.user.has_usable_password():
+        back = reverse("ui:members", args=[access.project.slug])
+        return refuse(request, f"{membership.user.get_username()} has set a password already.", back=back, status=409)
+    return _invite_response(request, access, membership.user, status=200)
 
 
 @project_view(Role.ADMIN)
