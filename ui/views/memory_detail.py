@@ -8,7 +8,7 @@ from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -68,11 +68,7 @@ def link_rows(memory: Memory) -> list[LinkRow]:
 
 
 def capture_job_url(slug: str, job_id: str) -> str:
-    """The capture job's own page where the UI has one, else the capture jobs list."""
-    try:
-        return reverse("ui:capture_job", args=[slug, job_id])
-    except NoReverseMatch:
-        return reverse("ui:captures", args=[slug])
+    return reverse("ui:capture_job", args=[slug, job_id])
 
 
 @dataclass(frozen=True)
