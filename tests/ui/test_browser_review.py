@@ -103,7 +103,8 @@ def test_the_bulk_bar_appears_when_ticked_and_needs_a_target_category(
     bar = page.locator("#bulk")
     assert not bar.is_visible()
     page.locator(f"#row-{made[0].pk} input[name=ids]").check()
-    assert bar.is_visible() and bar.locator("[data-bulk-count]").inner_text() == "1 ticked"
+    bar.wait_for(state="visible")
+    assert bar.locator("[data-bulk-count]").inner_text() == "1 ticked"
     page.locator("[data-select-all=bulk]").check()
     assert bar.locator("[data-bulk-count]").inner_text() == "3 ticked"
     page.select_option("#id_action", "category")
@@ -115,7 +116,7 @@ def test_the_bulk_bar_appears_when_ticked_and_needs_a_target_category(
     page.click("#bulk button[type=submit]")
     page.locator("#rows .msg.success").wait_for()
     assert set(Memory.objects.filter(pk__in=[m.pk for m in made]).values_list("category", flat=True)) == {"corrections"}
-    assert not bar.is_visible()  # the new rows come unticked
+    bar.wait_for(state="hidden")  # the new rows come unticked (after htmx's swap settles)
 
 
 def test_a_refused_bulk_action_keeps_the_table_and_the_filters_working(
