@@ -25,7 +25,9 @@ def test_a_memory_goes_through_create_edit_history_supersede_and_delete(hub: Mem
     assert isinstance(tabs, Memory) and isinstance(tabs.created_at, datetime)
     assert (tabs.kind, tabs.importance, tabs.version, tabs.status) == ("preference", 0.8, 1, "active")
     edited = hub.update_memory(memory_id=tabs.id, user_id="alice", content="Alice prefers tabs, width 4.")
-    assert hub.get_memory(memory_id=tabs.id, user_id="alice").content == edited.content == "Alice prefers tabs, width 4."
+    assert (
+        hub.get_memory(memory_id=tabs.id, user_id="alice").content == edited.content == "Alice prefers tabs, width 4."
+    )
     newer = hub.supersede_memory(memory_id=tabs.id, user_id="alice", content="Alice now prefers spaces.")
     assert (newer.version, newer.supersedes) == (2, tabs.id)
     assert hub.get_memory(memory_id=tabs.id, user_id="alice").status == "superseded"
@@ -127,7 +129,9 @@ def test_export_then_import_into_another_project(hub: MemoryHub, server: str, ot
         result = other.import_jsonl(text=text)
         assert isinstance(result, ImportResult) and result.imported.memories == 2
         assert other.import_jsonl(text=text).skipped >= 2
-        assert {m.content for m in other.iter_memories(user_id="alice", status="superseded")} == {"Alice lives in Lyon."}
+        assert {m.content for m in other.iter_memories(user_id="alice", status="superseded")} == {
+            "Alice lives in Lyon."
+        }
         with pytest.raises(ValidationError) as rejected:
             other.import_jsonl(text='{"type": "memory"}\nnot json\n')
         assert rejected.value.code == "import_rejected" and rejected.value.details

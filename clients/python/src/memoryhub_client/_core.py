@@ -40,7 +40,7 @@ class RetryPolicy:
         after = retry_after(headers)
         if after is not None:
             return after if after <= self.max_wait else None
-        ceiling = min(self.max_backoff, self.backoff * 2**attempt)
+        ceiling = min(self.max_backoff, self.backoff * 2.0**attempt)
         # Half fixed, half random: clients limited together do not come back together.
         return ceiling / 2 + random.uniform(0, ceiling / 2)
 

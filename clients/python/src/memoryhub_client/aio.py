@@ -11,7 +11,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import httpx2
 
@@ -34,6 +34,7 @@ from memoryhub_client.models import (
     ScratchpadList,
 )
 
+T = TypeVar("T")
 Links = Sequence[Link | dict[str, str]] | None
 
 
@@ -72,7 +73,7 @@ class AsyncMemoryHub:
     async def __aexit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
         await self.close()
 
-    async def _call(self, name: str, arguments: dict[str, Any], *, content: str | None = None) -> Any:
+    async def _call(self, name: str, arguments: dict[str, Any], returns: type[T], *, content: str | None = None) -> T:
         call = _core.prepare(name, arguments, content=content)
         attempt = 0
         while True:
@@ -89,7 +90,7 @@ class AsyncMemoryHub:
                 raise TransportError(str(error) or type(error).__name__, code="transport_error", status=0) from error
             wait = self.retry.wait(attempt=attempt, status=response.status_code, headers=response.headers)
             if wait is None:
-                return _core.result(call, response)
+                return cast(T, _core.result(call, response))
             await self._sleep(wait)
             attempt += 1
 
@@ -97,7 +98,7 @@ class AsyncMemoryHub:
 
     async def health(self) -> Health:
         """The server's dependencies (no key needed, but it is sent)."""
-        return await self._call("health", {})
+        return await self._call("health", {}, Health)
 
     async def create_memory(
         self,
@@ -114,15 +115,15 @@ class AsyncMemoryHub:
         related: Links = None,
     ) -> Memory:
         """Create one memory; ``related`` links it to others (``Link(id, relationship)``)."""
-        return await self._call("create_memory", locals())
+        return await self._call("create_memory", locals(), Memory)
 
     async def bulk_create_memories(self, *, memories: Sequence[dict[str, Any]]) -> BulkResult:
         """Create up to 1,000 memories in one request; they are embedded in the background."""
-        return await self._call("bulk_create_memories", locals())
+        return await self._call("bulk_create_memories", locals(), BulkResult)
 
     async def get_memory(self, *, memory_id: str, user_id: str) -> Memory:
         """One memory the user can see (``NotFound`` otherwise)."""
-        return await self._call("get_memory", locals())
+        return await self._call("get_memory", locals(), Memory)
 
     async def update_memory(
         self,
@@ -138,15 +139,15 @@ class AsyncMemoryHub:
         reason: str | None = None,
     ) -> Memory:
         """Edit a memory in place; the server records a revision."""
-        return await self._call("update_memory", locals())
+        return await self._call("update_memory", locals(), Memory)
 
     async def delete_memory(self, *, memory_id: str, user_id: str) -> None:
         """Soft-delete a memory."""
-        await self._call("delete_memory", locals())
+        await self._call("delete_memory", locals(), type(None))
 
     async def memory_history(self, *, memory_id: str, user_id: str) -> History:
         """Every revision of a memory and its supersede chain."""
-        return await self._call("memory_history", locals())
+        return await self._call("memory_history", locals(), History)
 
     async def supersede_memory(
         self,
@@ -164,7 +165,7 @@ class AsyncMemoryHub:
         reason: str | None = None,
     ) -> Memory:
         """Replace a memory with a new version; the old one becomes ``superseded``."""
-        return await self._call("supersede_memory", locals())
+        return await self._call("supersede_memory", locals(), Memory)
 
     async def list_memories(
         self,
@@ -179,7 +180,7 @@ class AsyncMemoryHub:
         cursor: str | None = None,
     ) -> MemoryPage:
         """One page of a user's memories; ``iter_memories`` walks them all."""
-        return await self._call("list_memories", locals())
+        return await self._call("list_memories", locals(), MemoryPage)
 
     def iter_memories(
         self,
@@ -228,11 +229,11 @@ class AsyncMemoryHub:
     ) -> RetrieveResult:
         """The memories relevant to ``query`` (or the conversation ``messages``) and the
         injection text for a system prompt."""
-        return await self._call("retrieve", locals())
+        return await self._call("retrieve", locals(), RetrieveResult)
 
     async def tools(self) -> list[dict[str, Any]]:
         """The OpenAI function-tool schemas an agent framework can register as they are."""
-        return await self._call("tools", {})
+        return await self._call("tools", {}, list)
 
     async def query_memory(
         self,
@@ -244,7 +245,7 @@ class AsyncMemoryHub:
         limit: int | None = None,
     ) -> QueryMemoryResult:
         """The ``query_memory`` tool: retrieval in the compact shape a tool call returns."""
-        return await self._call("query_memory", locals())
+        return await self._call("query_memory", locals(), QueryMemoryResult)
 
     # -- capture ----------------------------------------------------------------------------
 
@@ -259,11 +260,11 @@ class AsyncMemoryHub:
     ) -> JobAccepted:
         """Hand a conversation to the server (``trigger`` ``"turn"`` or ``"compaction"``); it
         extracts memories in the background."""
-        return await self._call("capture", locals())
+        return await self._call("capture", locals(), JobAccepted)
 
     async def capture_job(self, *, job_id: str, user_id: str) -> CaptureJob:
         """A capture job's state."""
-        return await self._call("capture_job", locals())
+        return await self._call("capture_job", locals(), CaptureJob)
 
     async def wait_for_capture(
         self, *, job_id: str, user_id: str, timeout: float = 60.0, interval: float = 0.5
@@ -281,35 +282,37 @@ class AsyncMemoryHub:
 
     async def put_scratchpad(self, *, key: str, user_id: str, value: Any) -> ScratchpadEntry:
         """Set one key of the user's scratchpad (any JSON value)."""
-        return await self._call("put_scratchpad", locals())
+        return await self._call("put_scratchpad", locals(), ScratchpadEntry)
 
     async def get_scratchpad(self, *, key: str, user_id: str) -> ScratchpadEntry:
         """One key of the user's scratchpad (``NotFound`` when unset)."""
-        return await self._call("get_scratchpad", locals())
+        return await self._call("get_scratchpad", locals(), ScratchpadEntry)
 
     async def delete_scratchpad(self, *, key: str, user_id: str) -> None:
         """Remove one key of the user's scratchpad."""
-        await self._call("delete_scratchpad", locals())
+        await self._call("delete_scratchpad", locals(), type(None))
 
-    async def list_scratchpad(self, *, user_id: str, prefix: str | None = None, limit: int | None = None) -> ScratchpadList:
+    async def list_scratchpad(
+        self, *, user_id: str, prefix: str | None = None, limit: int | None = None
+    ) -> ScratchpadList:
         """The user's scratchpad keys starting with ``prefix``."""
-        return await self._call("list_scratchpad", locals())
+        return await self._call("list_scratchpad", locals(), ScratchpadList)
 
     async def search_scratchpad(self, *, user_id: str, q: str, limit: int | None = None) -> ScratchpadList:
         """The user's scratchpad entries whose key or value contains ``q``."""
-        return await self._call("search_scratchpad", locals())
+        return await self._call("search_scratchpad", locals(), ScratchpadList)
 
     # -- the project's data -----------------------------------------------------------------
 
     async def export(self, *, user_id: str | None = None, conversations: bool | None = None) -> str:
         """The project (or one user's part of it) as JSON lines (README "Export and import")."""
-        return await self._call("export", locals())
+        return await self._call("export", locals(), str)
 
     async def import_jsonl(self, *, text: str) -> ImportResult:
         """Import an export file's text; when any line is rejected nothing is imported and
         ``ValidationError`` (code ``import_rejected``) lists each line's reason in ``details``."""
-        return await self._call("import_jsonl", {}, content=text)
+        return await self._call("import_jsonl", {}, ImportResult, content=text)
 
     async def erase_user(self, *, user_id: str) -> Erasure:
         """Erase one end user of the project, irreversibly; answers what was removed."""
-        return await self._call("erase_user", locals())
+        return await self._call("erase_user", locals(), Erasure)

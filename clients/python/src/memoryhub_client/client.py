@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import httpx2
 
@@ -33,6 +33,7 @@ from memoryhub_client.models import (
     ScratchpadList,
 )
 
+T = TypeVar("T")
 Links = Sequence[Link | dict[str, str]] | None
 
 
@@ -71,7 +72,7 @@ class MemoryHub:
     def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
         self.close()
 
-    def _call(self, name: str, arguments: dict[str, Any], *, content: str | None = None) -> Any:
+    def _call(self, name: str, arguments: dict[str, Any], returns: type[T], *, content: str | None = None) -> T:
         call = _core.prepare(name, arguments, content=content)
         attempt = 0
         while True:
@@ -88,7 +89,7 @@ class MemoryHub:
                 raise TransportError(str(error) or type(error).__name__, code="transport_error", status=0) from error
             wait = self.retry.wait(attempt=attempt, status=response.status_code, headers=response.headers)
             if wait is None:
-                return _core.result(call, response)
+                return cast(T, _core.result(call, response))
             self._sleep(wait)
             attempt += 1
 
@@ -96,7 +97,7 @@ class MemoryHub:
 
     def health(self) -> Health:
         """The server's dependencies (no key needed, but it is sent)."""
-        return self._call("health", {})
+        return self._call("health", {}, Health)
 
     def create_memory(
         self,
@@ -113,15 +114,15 @@ class MemoryHub:
         related: Links = None,
     ) -> Memory:
         """Create one memory; ``related`` links it to others (``Link(id, relationship)``)."""
-        return self._call("create_memory", locals())
+        return self._call("create_memory", locals(), Memory)
 
     def bulk_create_memories(self, *, memories: Sequence[dict[str, Any]]) -> BulkResult:
         """Create up to 1,000 memories in one request; they are embedded in the background."""
-        return self._call("bulk_create_memories", locals())
+        return self._call("bulk_create_memories", locals(), BulkResult)
 
     def get_memory(self, *, memory_id: str, user_id: str) -> Memory:
         """One memory the user can see (``NotFound`` otherwise)."""
-        return self._call("get_memory", locals())
+        return self._call("get_memory", locals(), Memory)
 
     def update_memory(
         self,
@@ -137,15 +138,15 @@ class MemoryHub:
         reason: str | None = None,
     ) -> Memory:
         """Edit a memory in place; the server records a revision."""
-        return self._call("update_memory", locals())
+        return self._call("update_memory", locals(), Memory)
 
     def delete_memory(self, *, memory_id: str, user_id: str) -> None:
         """Soft-delete a memory."""
-        self._call("delete_memory", locals())
+        self._call("delete_memory", locals(), type(None))
 
     def memory_history(self, *, memory_id: str, user_id: str) -> History:
         """Every revision of a memory and its supersede chain."""
-        return self._call("memory_history", locals())
+        return self._call("memory_history", locals(), History)
 
     def supersede_memory(
         self,
@@ -163,7 +164,7 @@ class MemoryHub:
         reason: str | None = None,
     ) -> Memory:
         """Replace a memory with a new version; the old one becomes ``superseded``."""
-        return self._call("supersede_memory", locals())
+        return self._call("supersede_memory", locals(), Memory)
 
     def list_memories(
         self,
@@ -178,7 +179,7 @@ class MemoryHub:
         cursor: str | None = None,
     ) -> MemoryPage:
         """One page of a user's memories; ``iter_memories`` walks them all."""
-        return self._call("list_memories", locals())
+        return self._call("list_memories", locals(), MemoryPage)
 
     def iter_memories(
         self,
@@ -223,11 +224,11 @@ class MemoryHub:
     ) -> RetrieveResult:
         """The memories relevant to ``query`` (or the conversation ``messages``) and the
         injection text for a system prompt."""
-        return self._call("retrieve", locals())
+        return self._call("retrieve", locals(), RetrieveResult)
 
     def tools(self) -> list[dict[str, Any]]:
         """The OpenAI function-tool schemas an agent framework can register as they are."""
-        return self._call("tools", {})
+        return self._call("tools", {}, list)
 
     def query_memory(
         self,
@@ -239,7 +240,7 @@ class MemoryHub:
         limit: int | None = None,
     ) -> QueryMemoryResult:
         """The ``query_memory`` tool: retrieval in the compact shape a tool call returns."""
-        return self._call("query_memory", locals())
+        return self._call("query_memory", locals(), QueryMemoryResult)
 
     # -- capture ----------------------------------------------------------------------------
 
@@ -254,11 +255,11 @@ class MemoryHub:
     ) -> JobAccepted:
         """Hand a conversation to the server (``trigger`` ``"turn"`` or ``"compaction"``); it
         extracts memories in the background."""
-        return self._call("capture", locals())
+        return self._call("capture", locals(), JobAccepted)
 
     def capture_job(self, *, job_id: str, user_id: str) -> CaptureJob:
         """A capture job's state."""
-        return self._call("capture_job", locals())
+        return self._call("capture_job", locals(), CaptureJob)
 
     def wait_for_capture(
         self, *, job_id: str, user_id: str, timeout: float = 60.0, interval: float = 0.5
@@ -276,35 +277,35 @@ class MemoryHub:
 
     def put_scratchpad(self, *, key: str, user_id: str, value: Any) -> ScratchpadEntry:
         """Set one key of the user's scratchpad (any JSON value)."""
-        return self._call("put_scratchpad", locals())
+        return self._call("put_scratchpad", locals(), ScratchpadEntry)
 
     def get_scratchpad(self, *, key: str, user_id: str) -> ScratchpadEntry:
         """One key of the user's scratchpad (``NotFound`` when unset)."""
-        return self._call("get_scratchpad", locals())
+        return self._call("get_scratchpad", locals(), ScratchpadEntry)
 
     def delete_scratchpad(self, *, key: str, user_id: str) -> None:
         """Remove one key of the user's scratchpad."""
-        self._call("delete_scratchpad", locals())
+        self._call("delete_scratchpad", locals(), type(None))
 
     def list_scratchpad(self, *, user_id: str, prefix: str | None = None, limit: int | None = None) -> ScratchpadList:
         """The user's scratchpad keys starting with ``prefix``."""
-        return self._call("list_scratchpad", locals())
+        return self._call("list_scratchpad", locals(), ScratchpadList)
 
     def search_scratchpad(self, *, user_id: str, q: str, limit: int | None = None) -> ScratchpadList:
         """The user's scratchpad entries whose key or value contains ``q``."""
-        return self._call("search_scratchpad", locals())
+        return self._call("search_scratchpad", locals(), ScratchpadList)
 
     # -- the project's data -----------------------------------------------------------------
 
     def export(self, *, user_id: str | None = None, conversations: bool | None = None) -> str:
         """The project (or one user's part of it) as JSON lines (README "Export and import")."""
-        return self._call("export", locals())
+        return self._call("export", locals(), str)
 
     def import_jsonl(self, *, text: str) -> ImportResult:
         """Import an export file's text; when any line is rejected nothing is imported and
         ``ValidationError`` (code ``import_rejected``) lists each line's reason in ``details``."""
-        return self._call("import_jsonl", {}, content=text)
+        return self._call("import_jsonl", {}, ImportResult, content=text)
 
     def erase_user(self, *, user_id: str) -> Erasure:
         """Erase one end user of the project, irreversibly; answers what was removed."""
-        return self._call("erase_user", locals())
+        return self._call("erase_user", locals(), Erasure)

@@ -81,7 +81,9 @@ def _operation(schema: dict[str, Any], name: str, operation: Operation, found: d
     if query != set(operation.query):
         problems.append(f"{where}: query fields {sorted(query)} in the API, {sorted(operation.query)} in the client")
     if path != set(operation.path_params):
-        problems.append(f"{where}: path fields {sorted(path)} in the API, {sorted(operation.path_params)} in the client")
+        problems.append(
+            f"{where}: path fields {sorted(path)} in the API, {sorted(operation.path_params)} in the client"
+        )
     content = found.get("requestBody", {}).get("content", {})
     if operation.content_type != JSON or not operation.body:
         if operation.body or (content and operation.content_type not in content):
@@ -171,13 +173,15 @@ def _signature(
     if method is None:
         return [f"{cls.__name__}.{name}: missing"]
     parameters = inspect.signature(method).parameters
-    sent = set(operation.path_params) | set(operation.query) | set(operation.body)
-    problems = [f"{cls.__name__}.{name}: does not take {sorted(sent - set(parameters))}"] if sent - set(parameters) else []
-    if found is None:
-        return problems
-    required = {p["name"] for p in found.get("parameters", []) if p.get("required")}
-    body = found.get("requestBody", {}).get("content", {}).get(JSON, {}).get("schema", {})
-    required |= set(_resolve(schema, body).get("required", []))
+    needed = set(operation.path_params) | set(operation.query) | set(operation.body)
+    required: set[str] = set()
+    if found is not None:
+        required = {p["name"] for p in found.get("parameters", []) if p.get("required")}
+        body = found.get("requestBody", {}).get("content", {}).get(JSON, {}).get("schema", {})
+        required |= set(_resolve(schema, body).get("required", []))
+    problems = []
+    if (needed | required) - set(parameters):
+        problems.append(f"{cls.__name__}.{name}: does not take {sorted((needed | required) - set(parameters))}")
     optional = {key for key, p in parameters.items() if p.default is not inspect.Parameter.empty}
     if required & optional:
         problems.append(f"{cls.__name__}.{name}: {sorted(required & optional)} required by the API, optional here")

@@ -59,7 +59,11 @@ OPERATIONS: dict[str, Operation] = {
     "delete_memory": Operation("DELETE", "/memories/{memory_id}", 204, query=("user_id",)),
     "memory_history": Operation("GET", "/memories/{memory_id}/history", query=("user_id",), response=models.History),
     "supersede_memory": Operation(
-        "POST", "/memories/{memory_id}/supersede", 201, body=(*_MEMORY_FIELDS, "scope", "reason"), response=models.Memory
+        "POST",
+        "/memories/{memory_id}/supersede",
+        201,
+        body=(*_MEMORY_FIELDS, "scope", "reason"),
+        response=models.Memory,
     ),
     "retrieve": Operation(
         "POST",
