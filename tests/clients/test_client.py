@@ -3,6 +3,7 @@ retrieval, pagination, capture, scratchpad, tools, export/import, erasure and er
 
 from __future__ import annotations
 
+import socket
 from datetime import datetime
 
 import pytest
@@ -12,6 +13,7 @@ from memoryhub_client import (
     MemoryHub,
     NotFound,
     RetrievedMemory,
+    TransportError,
     Unauthorized,
     ValidationError,
 )
@@ -144,3 +146,12 @@ def test_erase_user_removes_the_users_memories(hub: MemoryHub):
     assert erased.user_id == "alice" and erased.erased["memories"] == 1
     assert list(hub.iter_memories(user_id="alice")) == []
     assert [m.content for m in hub.iter_memories(user_id="bob")] == ["Bob prefers spaces."]
+
+
+def test_no_server_is_a_transport_error_not_an_httpx_one():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # bound, never listening: connections are refused
+        with MemoryHub(base_url=f"http://127.0.0.1:{port}", api_key="k") as hub, pytest.raises(TransportError) as error:
+            hub.health()
+    assert (error.value.status, error.value.code) == (0, "transport_error")

@@ -47,7 +47,7 @@ def main() -> None:
     url = os.environ.get("MEMORYHUB_URL", "http://localhost:8000")
     with MemoryHub(base_url=url, api_key=os.environ["MEMORYHUB_API_KEY"]) as hub:
         hub.create_memory(user_id=USER, content="The user is allergic to peanuts.", kind="fact")
-        session_id, history = f"demo-{uuid.uuid4().hex[:8]}", []
+        session_id, history = f"demo-{uuid.uuid4().hex[:8]}", list[dict[str, Any]]()
         for text in ("Which snacks should I avoid because of my allergy?", "And something for dinner?"):
             print(f"user: {text}")
             print(f"agent: {turn(hub, session_id=session_id, history=history, user_text=text)}\n")

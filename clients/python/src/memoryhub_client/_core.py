@@ -15,7 +15,7 @@ from urllib.parse import quote
 import httpx2
 
 from memoryhub_client import models
-from memoryhub_client.errors import error_for
+from memoryhub_client.errors import TransportError, error_for
 from memoryhub_client.operations import OPERATIONS, Operation
 
 API_PREFIX = "/api/v1"
@@ -65,6 +65,17 @@ def retry_after(headers: httpx2.Headers) -> float | None:
 
 
 @dataclass(frozen=True)
+class Server:
+    """Where the client sends requests, and with which key."""
+
+    base_url: str
+    api_key: str
+
+    def headers(self, extra: dict[str, str]) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key}", "Accept": "application/json", **extra}
+
+
+@dataclass(frozen=True)
 class Call:
     """One request, ready for ``httpx2.Client.request`` or its async twin."""
 
@@ -75,6 +86,22 @@ class Call:
     json: Any = None
     content: bytes | None = None
     headers: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def request(self, server: Server) -> dict[str, Any]:
+        """The keyword arguments of ``request()`` for this call to ``server``."""
+        return {
+            "method": self.method,
+            "url": server.base_url.rstrip("/") + self.url,
+            "params": self.params,
+            "json": self.json,
+            "content": self.content,
+            "headers": server.headers(self.headers),
+        }
+
+
+def transport_error(error: httpx2.TransportError) -> TransportError:
+    """No answer at all, as the client's exception (status 0)."""
+    return TransportError(str(error) or type(error).__name__, code="transport_error", status=0)
 
 
 def prepare(name: str, arguments: dict[str, Any], *, content: str | None = None) -> Call:

@@ -15,7 +15,6 @@ from typing import Any, TypeVar, cast
 import httpx2
 
 from memoryhub_client import _core
-from memoryhub_client.errors import TransportError
 from memoryhub_client.models import (
     BulkResult,
     CaptureJob,
@@ -58,8 +57,7 @@ class MemoryHub:
         self._sleep = sleep
         self._owns_http = http is None
         self._http = http or httpx2.Client(timeout=timeout)
-        self._base_url = base_url.rstrip("/")
-        self._headers = {"Authorization": f"Bearer {api_key}", "Accept": "application/json"}
+        self._server = _core.Server(base_url=base_url, api_key=api_key)
 
     def close(self) -> None:
         """Close the connection pool (when the client made it)."""
@@ -77,16 +75,9 @@ class MemoryHub:
         attempt = 0
         while True:
             try:
-                response = self._http.request(
-                    call.method,
-                    self._base_url + call.url,
-                    params=call.params,
-                    json=call.json,
-                    content=call.content,
-                    headers={**self._headers, **call.headers},
-                )
+                response = self._http.request(**call.request(self._server))
             except httpx2.TransportError as error:
-                raise TransportError(str(error) or type(error).__name__, code="transport_error", status=0) from error
+                raise _core.transport_error(error) from error
             wait = self.retry.wait(attempt=attempt, status=response.status_code, headers=response.headers)
             if wait is None:
                 return cast(T, _core.result(call, response))
