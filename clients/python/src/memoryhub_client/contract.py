@@ -97,7 +97,8 @@ def _operation(schema: dict[str, Any], name: str, operation: Operation, found: d
 
 
 def _response(schema: dict[str, Any], where: str, operation: Operation, found: dict[str, Any]) -> list[str]:
-    responses = found.get("responses", {})
+    # Keys are strings in JSON; a schema built in-process (Django's ``get_openapi_schema``) has ints.
+    responses = {str(status): answer for status, answer in found.get("responses", {}).items()}
     if str(operation.status) not in responses:
         return [f"{where}: the client expects {operation.status}, the API answers {sorted(responses)}"]
     content = responses[str(operation.status)].get("content") or {}
