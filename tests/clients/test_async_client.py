@@ -1,0 +1,62 @@
+"""The asyncio client against the live test server: the same calls, awaited (each test runs
+its own event loop with ``asyncio.run``)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx2
+import pytest
+from memoryhub_client import AsyncMemoryHub, NotFound, RetrievedMemory, Unauthorized
+
+from memories.models import Project
+from tests.clients.test_retries import Wire, close_rate_windows
+
+
+def test_the_async_client_creates_lists_every_page_and_retrieves(server, key):
+    async def scenario() -> None:
+        async with AsyncMemoryHub(base_url=server, api_key=key) as hub:
+            peanuts = await hub.create_memory(user_id="alice", content="Alice is allergic to peanuts.")
+            for n in range(4):
+                await hub.create_memory(user_id="alice", content=f"Alice fact number {n}.")
+            walked = [memory.id async for memory in hub.iter_memories(user_id="alice", limit=2)]
+            assert len(set(walked)) == 5 and peanuts.id in walked
+            found = await hub.retrieve(user_id="alice", query="peanut allergy")
+            assert isinstance(found.memories[0], RetrievedMemory)
+            assert found.memories[0].content == "Alice is allergic to peanuts."
+
+    asyncio.run(scenario())
+
+
+def test_the_async_client_maps_errors(server, key):
+    async def scenario() -> None:
+        async with AsyncMemoryHub(base_url=server, api_key=key) as hub:
+            with pytest.raises(NotFound):
+                await hub.get_memory(memory_id="00000000-0000-0000-0000-000000000000", user_id="alice")
+        async with AsyncMemoryHub(base_url=server, api_key="mh_not_a_key") as stranger:
+            with pytest.raises(Unauthorized):
+                await stranger.retrieve(user_id="alice", query="anything")
+
+    asyncio.run(scenario())
+
+
+def test_the_async_client_retries_a_429_after_retry_after(server, key, project):
+    Project.objects.filter(pk=project.pk).update(retrieval_rate_limit=1)
+    wire, waits = Wire(), []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        close_rate_windows()
+
+    async def scenario() -> None:
+        async with httpx2.AsyncClient(event_hooks={"response": [wire_async]}) as http:
+            hub = AsyncMemoryHub(base_url=server, api_key=key, http=http, sleep=sleep)
+            await hub.retrieve(user_id="alice", query="green tea")
+            assert (await hub.retrieve(user_id="alice", query="green tea")).degraded == []
+
+    async def wire_async(response: httpx2.Response) -> None:
+        wire(response)
+
+    asyncio.run(scenario())
+    assert [status for status, _ in wire.seen] == [200, 429, 200]
+    assert waits == [float(wire.seen[1][1] or "nan")]
