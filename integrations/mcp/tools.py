@@ -104,8 +104,8 @@ def _supersede_memory(p: Principal, body: SupersedeMemoryIn) -> dict[str, Any]:
 
 def _forget_memory(p: Principal, body: MemoryRefIn) -> dict[str, Any]:
     memory = selectors.memory_get_visible(project=p.project, user_id=body.user_id, memory_id=body.memory_id)
-    services.memory_delete(memory=memory, actor=p.actor)
-    return {"id": str(memory.pk), "status": memory.status}
+    forgotten = services.memory_delete(memory=memory, actor=p.actor)
+    return {"id": str(forgotten.pk), "status": forgotten.status}
 
 
 def _list_memories(p: Principal, body: ListMemoriesIn) -> dict[str, Any]:
@@ -224,7 +224,12 @@ def call_tool(principal: Principal, name: str, arguments: dict[str, Any]) -> dic
 
 
 def _validated_run(tool: Tool, principal: Principal, arguments: dict[str, Any]) -> dict[str, Any]:
-    body = tool.schema.model_validate(with_user(principal, arguments))
+    try:
+        body = tool.schema.model_validate(with_user(principal, arguments))
+    except PydanticValidationError as exc:
+        message, details = validation_envelope(exc.errors())
+        raise ToolError(422, "validation_error", message, details) from exc
+    # The answer goes through the API's response schema, as ninja sends it (a mismatch is a 500).
     return tool.out.model_validate(tool.run(principal, body)).model_dump(mode="json")
 
 
@@ -250,9 +255,6 @@ def in_tenant(principal: Principal, work: Callable[[], Any]) -> Any:
         entered = row_security.enter(principal.project.pk)
     try:
         return work()
-    except PydanticValidationError as exc:
-        message, details = validation_envelope(exc.errors())
-        raise ToolError(422, "validation_error", message, details) from exc
     except ToolError:
         raise
     except Exception as exc:
@@ -291,9 +293,13 @@ def read_resource(principal: Principal, uri: str) -> dict[str, Any]:
 
     def work() -> dict[str, Any]:
         user_id, category = _parse_resource(uri)
-        query = ListMemoriesIn.model_validate(
-            with_user(principal, {"user_id": user_id, "category": category, "limit": RESOURCE_LIMIT})
-        )
+        try:
+            query = ListMemoriesIn.model_validate(
+                with_user(principal, {"user_id": user_id, "category": category, "limit": RESOURCE_LIMIT})
+            )
+        except PydanticValidationError as exc:
+            message, details = validation_envelope(exc.errors())
+            raise ToolError(422, "validation_error", message, details) from exc
         return MemoryPageOut.model_validate(memory_page(project=principal.project, query=query)).model_dump(mode="json")
 
     return dict(in_tenant(principal, work))

@@ -25,14 +25,18 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @asynccontextmanager
-async def http_client(url: str, *, key: str, user: str | None = None) -> AsyncIterator[Client]:
-    """An MCP session against ``url`` (the live server's ``/mcp/``) with a Bearer key."""
+async def http_client(url: str, *, key: str, user: str | None = None, mode: str = "auto") -> AsyncIterator[Client]:
+    """An MCP session against ``url`` (the live server's ``/mcp/``) with a Bearer key.
+
+    ``mode`` "auto" negotiates the newest protocol (2026-07-28, one POST per request, no
+    handshake); "legacy" the initialize handshake of the 2025 revisions.
+    """
     headers = {"Authorization": f"Bearer {key}"}
     if user is not None:
         headers["X-MemoryHub-User"] = user
     async with (
         httpx2.AsyncClient(headers=headers, timeout=60) as http,
-        Client(streamable_http_client(url, http_client=http)) as client,
+        Client(streamable_http_client(url, http_client=http), mode=mode) as client,
     ):
         yield client
 
@@ -51,8 +55,15 @@ async def stdio_client(*args: str) -> AsyncIterator[Client]:
 
 
 def run(script: Callable[[], Awaitable[T]]) -> T:
-    """Run one async MCP conversation from a synchronous test."""
-    return anyio.run(script)
+    """Run one async MCP conversation from a synchronous test; an error inside it is raised as
+    itself, not wrapped in the task groups' exception groups."""
+    try:
+        return anyio.run(script)
+    except BaseExceptionGroup as group:
+        error: BaseException = group
+        while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+            error = error.exceptions[0]
+        raise error from group
 
 
 def answer(result: Any) -> dict[str, Any]:
