@@ -15,6 +15,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -36,6 +37,16 @@ def _refused(status: int, code: str, message: str) -> JsonResponse:
 @csrf_exempt  # a Bearer key, never a cookie, authenticates here
 def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     """One MCP message (or batch) per POST; the key picks the project, the header may fix the user."""
+    if request.method != "POST":
+        # Stateless: no standalone SSE stream (GET) and no session to end (DELETE); the spec
+        # lets a server answer 405 to both.
+        response = _refused(405, "method_not_allowed", f"{request.method} is not allowed here; allowed: POST")
+        response["Allow"] = "POST"
+        return response
+    try:
+        body = request.body
+    except RequestDataTooBig:
+        return _refused(413, "payload_too_large", "request body is larger than the server accepts")
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
     key = api_key_authenticate(token=token.strip()) if scheme.lower() == "bearer" and token.strip() else None
     if key is None:
@@ -44,8 +55,8 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     if user_id is not None and not 1 <= len(user_id) <= 255:
         return _refused(422, "invalid_user_id", f"{USER_HEADER} must be 1 to 255 characters")
     principal = Principal(project=key.project, actor=f"api_key:{key.prefix}", user_id=user_id)
-    status, headers, body = async_to_sync(_serve)(principal, _asgi_scope(request), request.body)
-    response = HttpResponse(body, status=status)
+    status, headers, answer = async_to_sync(_serve)(principal, _asgi_scope(request), body)
+    response = HttpResponse(answer, status=status)
     for name, value in headers:
         if name.lower() not in ("content-length", "transfer-encoding", "connection"):
             response[name] = value

@@ -11,6 +11,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
+from integrations.mcp.http import USER_HEADER as USER
 from memories.models import Memory
 from memories.schemas import MemoryIn
 from tests.support.mcp_client import answer, error_code, http_client, run
@@ -272,3 +273,19 @@ def test_both_protocol_eras_are_served(mcp_url, api, make_memory, mode):
     version, result = run(conversation)
     assert version in (HANDSHAKE_PROTOCOL_VERSIONS if mode == "legacy" else MODERN_PROTOCOL_VERSIONS)
     assert [m["content"] for m in answer(result)["items"]] == ["Alice lives in Lyon."]
+
+
+MCP_ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+def test_refusals_before_any_mcp_message_are_4xx_in_the_envelope(api, client, settings):
+    auth = {"Authorization": f"Bearer {api.key}", **MCP_ACCEPT}
+    got = client.get("/mcp/", headers=auth)
+    assert (got.status_code, got["Allow"], got.json()["error"]["code"]) == (405, "POST", "method_not_allowed")
+    long_user = client.post("/mcp/", "{}", content_type="application/json", headers={**auth, USER: "u" * 256})
+    assert (long_user.status_code, long_user.json()["error"]["code"]) == (422, "invalid_user_id")
+    not_json = client.post("/mcp/", "{not json", content_type="application/json", headers=auth)
+    assert not_json.status_code == 400 and not_json.json()["error"]["code"] == -32700  # JSON-RPC parse error
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100
+    big = client.post("/mcp/", json.dumps({"x": "a" * 200}), content_type="application/json", headers=auth)
+    assert (big.status_code, big.json()["error"]["code"]) == (413, "payload_too_large")
