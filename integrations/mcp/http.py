@@ -40,9 +40,9 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
         # Stateless: no standalone SSE stream (GET) and no session to end (DELETE); the spec
         # lets a server answer 405 to both.
-        response = _refused(405, "method_not_allowed", f"{request.method} is not allowed here; allowed: POST")
-        response["Allow"] = "POST"
-        return response
+        refused = _refused(405, "method_not_allowed", f"{request.method} is not allowed here; allowed: POST")
+        refused["Allow"] = "POST"
+        return refused
     try:
         body = request.body
     except RequestDataTooBig:

@@ -26,6 +26,7 @@ from integrations.mcp.tools import (
     call_tool,
     category_resources,
     input_schema,
+    output_schema,
     read_resource,
 )
 
@@ -53,7 +54,7 @@ def build_server(principal: Principal) -> Server[Any]:
                     name=tool.name,
                     description=tool.description,
                     input_schema=input_schema(tool, principal=principal),
-                    output_schema=tool.out.model_json_schema(),
+                    output_schema=output_schema(tool),
                 )
                 for tool in TOOLS.values()
             ]
@@ -110,10 +111,14 @@ def build_server(principal: Principal) -> Server[Any]:
         contents = types.TextResourceContents(uri=params.uri, mime_type="application/json", text=_json(page))
         return types.ReadResourceResult(contents=[contents])
 
+    def tool_input_schema(name: str) -> dict[str, Any] | None:
+        return input_schema(TOOLS[name], principal=principal) if name in TOOLS else None
+
     return Server(
         "memoryhub",
         version="1",
         instructions=INSTRUCTIONS,
+        get_tool_input_schema=tool_input_schema,
         on_list_tools=list_tools,
         on_call_tool=call,
         on_list_resources=list_resources,

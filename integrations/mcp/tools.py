@@ -9,6 +9,8 @@ runs it on the thread that owns the request's database connection.
 
 from __future__ import annotations
 
+import copy
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -208,9 +210,21 @@ TOOLS: dict[str, Tool] = {
 }
 
 
+@functools.cache
+def _json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    # Generating a schema takes milliseconds, and the SDK asks for a tool's input schema on
+    # every 2026-07-28 tools/call (to check Mcp-Param headers): build each once per process.
+    return model.model_json_schema()
+
+
+def output_schema(tool: Tool) -> dict[str, Any]:
+    """The JSON schema of the tool's answer: its API operation's response schema."""
+    return _json_schema(tool.out)
+
+
 def input_schema(tool: Tool, *, principal: Principal) -> dict[str, Any]:
     """The tool's JSON schema: its API schema's, without ``user_id`` when the connection fixes it."""
-    schema = tool.schema.model_json_schema()
+    schema = copy.deepcopy(_json_schema(tool.schema))
     if principal.user_id is not None:
         schema["properties"].pop("user_id", None)
         schema["required"] = [name for name in schema.get("required", []) if name != "user_id"]

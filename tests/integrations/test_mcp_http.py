@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import anyio
 import pytest
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
@@ -59,12 +60,17 @@ def test_tools_are_listed_with_the_api_schemas(mcp_url, api):
 
 def test_a_user_header_takes_user_id_out_of_every_schema(mcp_url, api):
     async def conversation() -> Any:
-        async with http_client(mcp_url, key=api.key, user="alice") as client:
-            return (await client.list_tools()).tools
+        async with http_client(mcp_url, key=api.key, user="alice") as bound:
+            tools = (await bound.list_tools()).tools
+        async with http_client(mcp_url, key=api.key) as unbound:
+            return tools, (await unbound.list_tools()).tools
 
-    for tool in run(conversation):
+    bound, unbound = run(conversation)
+    for tool in bound:
         assert "user_id" not in tool.input_schema["properties"], tool.name
         assert "user_id" not in tool.input_schema.get("required", []), tool.name
+    # The schemas are built once per process: binding one connection must not change another's.
+    assert all("user_id" in tool.input_schema["required"] for tool in unbound)
 
 
 def test_memory_tools_write_through_the_api_services(mcp_url, api):
@@ -289,3 +295,25 @@ def test_refusals_before_any_mcp_message_are_4xx_in_the_envelope(api, client, se
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100
     big = client.post("/mcp/", json.dumps({"x": "a" * 200}), content_type="application/json", headers=auth)
     assert (big.status_code, big.json()["error"]["code"]) == (413, "payload_too_large")
+
+
+def test_concurrent_sessions_of_different_users_stay_apart(mcp_url, api):
+    """Eight users at once on the threaded live server: each request's tools run on its own
+    thread's connection, so nobody's write or read lands in another's."""
+    users = [f"user-{n}" for n in range(8)]
+    seen: dict[str, list[str]] = {}
+
+    async def one(user: str) -> None:
+        async with http_client(mcp_url, key=api.key, user=user) as client:
+            for n in range(3):
+                await client.call_tool("add_memory", {"content": f"{user} likes number {n}."})
+            listed = await client.call_tool("list_memories", {})
+            seen[user] = sorted(m["content"] for m in listed.structured_content["items"])
+
+    async def everyone() -> None:
+        async with anyio.create_task_group() as group:
+            for user in users:
+                group.start_soon(one, user)
+
+    run(everyone)
+    assert seen == {user: [f"{user} likes number {n}." for n in range(3)] for user in users}
