@@ -23,11 +23,20 @@ def test_a_key_and_a_user_serve_every_tool_for_that_user(api, make_memory):
         async with stdio_client("--key", api.key, "--user", "alice") as client:
             tools = (await client.list_tools()).tools
             added = await client.call_tool("add_memory", {"content": "Alice lives in Lyon.", "category": "user-facts"})
+            memory_id = added.structured_content["id"]
             return {
                 "tools": tools,
                 "added": added,
                 "query": await client.call_tool("query_memory", {"query": "where does alice live?"}),
                 "listed": await client.call_tool("list_memories", {}),
+                "updated": await client.call_tool("update_memory", {"memory_id": memory_id, "importance": 0.8}),
+                "superseded": await client.call_tool(
+                    "supersede_memory", {"memory_id": memory_id, "content": "Alice lives in Lille."}
+                ),
+                "captured": await client.call_tool(
+                    "capture_conversation",
+                    {"trigger": "turn", "messages": [{"role": "user", "content": "I moved to Lille."}]},
+                ),
                 "put": await client.call_tool("scratchpad_put", {"key": "plan", "value": [1, 2]}),
                 "got": await client.call_tool("scratchpad_get", {"key": "plan"}),
                 "bad": await client.call_tool("add_memory", {"content": "x", "importance": 7}),
@@ -43,6 +52,10 @@ def test_a_key_and_a_user_serve_every_tool_for_that_user(api, make_memory):
     assert [m["id"] for m in answer(got["query"])["memories"]] == [added["id"]]
     assert "Alice lives in Lyon." in answer(got["query"])["injection"]
     assert [m["id"] for m in answer(got["listed"])["items"]] == [added["id"]]
+    assert answer(got["updated"])["importance"] == 0.8
+    assert answer(got["superseded"])["supersedes"] == added["id"]
+    job_id = answer(got["captured"])["job_id"]
+    assert api.get(f"/capture/{job_id}", user_id="alice").json()["user_id"] == "alice"
     assert answer(got["got"])["value"] == [1, 2] == answer(got["put"])["value"]
     assert error_code(got["bad"]) == "validation_error"
     assert error_code(got["theirs"]) == "not_found"
