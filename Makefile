@@ -71,6 +71,24 @@ load: install
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/load $(PY) manage.py migrate --noinput -v 0
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/load $(PY) manage.py load_test $${LOAD_ARGS:---seconds 630 --clients 4}
 
+# Speed and quality against the peer (issue 12; DECISIONS.md "Speed against mem0"): mem0 OSS in a
+# virtualenv of its own under $(MEMORYHUB_HOME)/peer (torch's CPU wheel first, then
+# requirements-peer.txt), then `manage.py bench_peer` runs it and MemoryHub back to back on one
+# LoCoMo corpus (BENCH_VARIANT=obs|turns|session, default obs) on servers of their own.
+PEER := $(MEMORYHUB_HOME)/peer
+PEER_STAMP := $(PEER)/.installed
+
+$(PEER_STAMP): requirements-peer.txt
+	test -x $(PEER)/bin/python || $(PYTHON) -m venv $(PEER)
+	$(PEER)/bin/python -m pip install --quiet --disable-pip-version-check torch==2.13.0
+	$(PEER)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-peer.txt
+	touch $(PEER_STAMP)
+
+bench: install $(PEER_STAMP)
+	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/bench $(PY) manage.py migrate --noinput -v 0
+	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/bench $(PY) manage.py bench_peer --variant $${BENCH_VARIANT:-obs} \
+		--peer-python $(PEER)/bin/python
+
 stop: install
 	$(PY) -m memoryhub.embedded stop
 

@@ -38,7 +38,7 @@ from memories.models import (
     Status,
     Team,
 )
-from memories.selectors import memory_get_visible
+from memories.selectors import api_key_active, memory_get_visible
 from memoryhub import row_security
 from memoryhub.errors import Conflict, Invalid, NotFound, PayloadTooLarge
 from memoryhub.redaction import is_mostly_secret, redact, redact_json
@@ -351,6 +351,103 @@ def memory_restore(*, memory: Memory, actor: str, reason: str = "") -> Memory:
     return _set_status(memory, status=previous, action="restore", actor=actor, reason=reason)
 
 
+# --- Review: supersede-instead, merge, and undoing a review decision (issue 16) -----------
+
+
+def _pending_and_target(proposal_id: Any, target_id: Any) -> tuple[Memory, Memory]:
+    """Lock a proposal waiting for review and an active memory of the same owner; Conflict otherwise."""
+    new = Memory.objects.select_for_update().get(pk=proposal_id)
+    if new.status != Status.PENDING_REVIEW:
+        raise Conflict("only memories waiting for review can be approved", code="not_pending_review")
+    old = _proposed_predecessor(new, target_id)
+    if old is None:
+        raise Conflict("that memory is no longer an active memory of the same end user", code="target_not_supersedable")
+    return new, old
+
+
+def memory_approve_superseding(*, memory: Memory, target: Memory, actor: str, reason: str = "") -> Memory:
+    """Approve a proposal as the successor of ``target`` (the reviewer's "supersede that one
+    instead"): like approving a capture-proposed supersede, but refused (Conflict) when
+    ``target`` can no longer be superseded, never silently approved on its own."""
+    try:
+        with transaction.atomic(durable=True):
+            new, old = _pending_and_target(memory.pk, target.pk)
+            before = snapshot(new)
+            new.status, new.supersedes, new.version = Status.ACTIVE, old, old.version + 1
+            new.save(update_fields=["status", "supersedes", "version", "updated_at"])
+            _retire(old, successor=new, actor=actor, reason=reason)
+            _revision(new, action="approve", before=before, actor=actor, reason=reason)
+    except IntegrityError as error:  # a concurrent supersede of the same memory won the race
+        raise Conflict("that memory has already been superseded", code="already_superseded") from error
+    return new
+
+
+def memory_merge_proposal(*, memory: Memory, target: Memory, content: str, actor: str) -> Memory:
+    """Merge a proposal into an existing memory: ``target`` is edited to ``content`` (the
+    combined text) and the proposal is rejected, both in one transaction, each with a
+    revision naming the other. Returns the edited ``target``."""
+    with transaction.atomic(durable=True):
+        proposal, old = _pending_and_target(memory.pk, target.pk)
+        draft = validate_draft(project=old.project, draft=_draft_from(old, {"content": content}))
+        before = snapshot(old)
+        old.content, old.content_hash = draft.content, content_hash(draft.content)
+        old.embedding_status = EmbeddingStatus.PENDING
+        old.save()
+        _revision(old, action="edit", before=before, actor=actor, reason=f"merged with proposal {proposal.pk}")
+        before = snapshot(proposal)
+        proposal.status, proposal.deleted_at = Status.DELETED, timezone.now()
+        proposal.save(update_fields=["status", "deleted_at", "updated_at"])
+        _revision(proposal, action="delete", before=before, actor=actor, reason=f"merged into {old.pk}")
+    _notify_content_change([old], inline=True)
+    return old
+
+
+def memory_return_to_review(*, memory: Memory, actor: str, reason: str = "") -> Memory:
+    """Undo an approval: the memory waits for review again. When the approval superseded
+    another memory, that one becomes active again and the supersede link goes. Conflict
+    once the memory has moved on (another status, or a successor of its own)."""
+    with transaction.atomic(durable=True):
+        new = Memory.objects.select_for_update().get(pk=memory.pk)
+        if new.status != Status.ACTIVE or Memory.objects.filter(supersedes=new).exists():
+            raise Conflict("this memory has changed since it was approved", code="not_undoable")
+        old = Memory.objects.select_for_update().filter(pk=new.supersedes_id).first() if new.supersedes_id else None
+        before = snapshot(new)
+        new.status, new.supersedes, new.version = Status.PENDING_REVIEW, None, 1
+        new.save(update_fields=["status", "supersedes", "version", "updated_at"])
+        _revision(new, action="unapprove", before=before, actor=actor, reason=reason)
+        if old is not None and old.status == Status.SUPERSEDED:
+            MemoryEdge.objects.filter(from_memory=new, to_memory=old, relationship=Relationship.SUPERSEDES).delete()
+            before = snapshot(old)
+            old.status = Status.ACTIVE
+            old.save(update_fields=["status", "updated_at"])
+            _revision(old, action="restore", before=before, actor=actor, reason=reason)
+    return new
+
+
+def memory_unmerge(
+    *, memory: Memory, target: Memory, merged: str, content: str, actor: str, reason: str = ""
+) -> Memory:
+    """Undo a merge: ``target`` (still reading ``merged``) gets back its ``content`` and the
+    proposal waits for review again (a new revision each: history keeps the merge and its
+    undo). Conflict when either has changed since the merge."""
+    with transaction.atomic(durable=True):
+        proposal = Memory.objects.select_for_update().get(pk=memory.pk)
+        old = Memory.objects.select_for_update().get(pk=target.pk)
+        if proposal.status != Status.DELETED or old.status != Status.ACTIVE or old.content != merged:
+            raise Conflict("these memories have changed since the merge", code="not_undoable")
+        before = snapshot(old)
+        old.content, old.content_hash = content, content_hash(content)
+        old.embedding_status = EmbeddingStatus.PENDING
+        old.save()
+        _revision(old, action="edit", before=before, actor=actor, reason=reason)
+        before = snapshot(proposal)
+        proposal.status, proposal.deleted_at = Status.PENDING_REVIEW, None
+        proposal.save(update_fields=["status", "deleted_at", "updated_at"])
+        _revision(proposal, action="restore", before=before, actor=actor, reason=reason)
+    _notify_content_change([old], inline=True)
+    return old
+
+
 def _link_related(memory: Memory, related: Iterable[tuple[str, str]], *, actor: str) -> None:
     for target_id, relationship in related:
         target = memory_get_visible(project=memory.project, user_id=memory.user_id, memory_id=target_id)
@@ -447,7 +544,7 @@ def api_key_authenticate(*, token: str) -> ApiKey | None:
     (``row_security.enter``): every transport that takes a key (the HTTP API, the MCP
     server) authenticates through here, so each enters the tenant wall the same way.
     """
-    key = ApiKey.objects.select_related("project").filter(key_hash=hash_api_key(token), revoked_at__isnull=True).first()
+    key = api_key_active(key_hash=hash_api_key(token))
     if key is None:
         return None
     # One write a minute per key is plenty for "last used", and keeps reads read-only.

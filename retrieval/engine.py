@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,8 @@ from django.utils import timezone
 
 from conversations.window import clean_window, render_window
 from memories.models import Memory, MemoryEdge, Project, Status
-from memories.selectors import memories_live, memories_visible, older_versions, with_relations
+from memories.selectors import memories_by_id, older_versions
+from memoryhub import after_response
 from memoryhub.errors import RateLimited
 from retrieval import cache, calibration, judge, relevance
 from retrieval.embedders import Embedder, EmbedderError, embedder_for_model
@@ -174,13 +176,9 @@ def _from_cache(project: Project, request: RetrieveRequest, entry: dict[str, Any
     except (KeyError, TypeError, ValueError):
         return None
     memories = load_memories(project, request.user_id, [memory_id for memory_id, _, _ in hits])
-    # What a fresh run could return: the search's statuses, not expired (see search()).
-    statuses = {Status.ACTIVE, Status.SUPERSEDED} if request.include_superseded else {Status.ACTIVE}
-    now = timezone.now()
-    fresh = {k: m for k, m in memories.items() if m.status in statuses and (m.expires_at is None or m.expires_at > now)}
-    if len(fresh) != len(hits):
+    now, statuses = timezone.now(), statuses_searched(request)
+    if sum(searchable(m, request, now=now, statuses=statuses) for m in memories.values()) != len(hits):
         return None
-    memories = fresh
     chains = older_versions(project=project, memories=list(memories.values()), user_id=request.user_id)
     found = [
         Hit(memories[memory_id], score, matched_by, tuple(chains.get(memory_id, ())))
@@ -323,7 +321,7 @@ def search(
 ) -> list[Candidate]:
     """The hybrid statement, limited to what is left of the request's time budget."""
     started = time.perf_counter()
-    statuses = [Status.ACTIVE, Status.SUPERSEDED] if request.include_superseded else [Status.ACTIVE]
+    statuses = statuses_searched(request)
     params = SearchParams(
         project_id=project.pk,
         user_id=request.user_id,
@@ -403,12 +401,24 @@ def _wants_judge(request: RetrieveRequest) -> bool:
     return wanted and llm_configured()
 
 
+def statuses_searched(request: RetrieveRequest) -> list[str]:
+    return [Status.ACTIVE, Status.SUPERSEDED] if request.include_superseded else [Status.ACTIVE]
+
+
+def searchable(memory: Memory, request: RetrieveRequest, *, now: datetime, statuses: Sequence[str]) -> bool:
+    """Whether the search could return ``memory`` now: the hybrid statement's rule in Python
+    (``statuses``, not expired, the request's kinds and categories)."""
+    return (
+        memory.status in statuses
+        and (memory.expires_at is None or memory.expires_at > now)
+        and (not request.kinds or memory.kind in request.kinds)
+        and (not request.categories or memory.category in request.categories)
+    )
+
+
 def load_memories(project: Project, user_id: str, ids: Sequence[str]) -> dict[str, Memory]:
-    """The visible memories among ``ids``, with what the API shows of them (3 queries)."""
-    if not ids:
-        return {}
-    rows = with_relations(memories_visible(project=project, user_id=user_id), user_id=user_id).filter(pk__in=ids)
-    return {str(m.pk): m for m in rows}
+    """The visible memories among ``ids``, with what the API shows of them (one statement)."""
+    return memories_by_id(project=project, user_id=user_id, ids=ids)
 
 
 def expand_graph(
@@ -425,6 +435,9 @@ def expand_graph(
     frontier = list(ranked)
     result = list(ranked)
     for _hop in range(max(0, request.hop_depth)):
+        # Rows from load_memories know whether they have links at all: most have none, and
+        # then there is no edge to look up.
+        frontier = [(m, s) for m, s in frontier if getattr(m, "linked", True)]
         neighbours = _neighbours(project, request, frontier, seen)
         children: dict[str, list[Memory]] = {}
         for parent_id, relationship, memory, _value in neighbours:
@@ -479,12 +492,12 @@ def _neighbours(
             pairs.append((target, source, relationship))
     wanted = {target for _, target, _ in pairs if target not in seen}
     # What the search itself may return (active, unexpired, the request's kinds and categories).
-    live = memories_live(project=project, user_id=request.user_id).filter(pk__in=sorted(wanted))
-    if request.kinds:
-        live = live.filter(kind__in=request.kinds)
-    if request.categories:
-        live = live.filter(category__in=request.categories)
-    loaded = {str(m.pk): m for m in with_relations(live, user_id=request.user_id)} if wanted else {}
+    now = timezone.now()
+    loaded = {
+        memory_id: memory
+        for memory_id, memory in load_memories(project, request.user_id, sorted(wanted)).items()
+        if searchable(memory, request, now=now, statuses=(Status.ACTIVE,))
+    }
     found: dict[str, tuple[str, str, Memory, float]] = {}
     for parent, target, relationship in pairs:
         memory = loaded.get(target)
@@ -555,21 +568,26 @@ def _finish(
 
 
 def _log(project: Project, request: RetrieveRequest, trace: Trace, result: RetrieveResult) -> None:
+    """One RetrievalLog row (a hash of the query, never its text), written after the response."""
     if "database" in trace.degraded:
         return
-    query_hash = hashlib.sha256((trace.query or request.query or "").encode()).hexdigest()
+    entry = RetrievalLog(
+        project=project,
+        user_id=request.user_id,
+        correlation_id=trace.correlation_id,
+        query_hash=hashlib.sha256((trace.query or request.query or "").encode()).hexdigest(),
+        result_count=len(result.memories),
+        memory_ids=[str(h.memory.pk) for h in result.memories],
+        latency_ms=trace.timings.get("total", 0.0),
+        degraded=list(trace.degraded),
+        timings=dict(trace.timings),
+        cached=result.cached,
+    )
+    after_response.defer(lambda: _write_log(entry))
+
+
+def _write_log(entry: RetrievalLog) -> None:
     try:
-        RetrievalLog.objects.create(
-            project=project,
-            user_id=request.user_id,
-            correlation_id=trace.correlation_id,
-            query_hash=query_hash,
-            result_count=len(result.memories),
-            memory_ids=[str(h.memory.pk) for h in result.memories],
-            latency_ms=trace.timings.get("total", 0.0),
-            degraded=list(trace.degraded),
-            timings=dict(trace.timings),
-            cached=result.cached,
-        )
+        entry.save(force_insert=True)
     except DatabaseError:
         log.warning("could not write the retrieval log")

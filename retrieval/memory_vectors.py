@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from memories.models import Embedding, EmbeddingStatus, Memory, Project
@@ -88,9 +88,13 @@ def embed_memories(memories: Sequence[Memory], *, model: str | None = None) -> i
 
 def _mark_ready(memories: Sequence[Memory]) -> None:
     # Only rows whose content is still what we embedded: an edit racing us stays pending.
-    for memory in memories:
-        Memory.objects.filter(pk=memory.pk, content_hash=memory.content_hash).update(
-            embedding_status=EmbeddingStatus.READY, embedding_error=""
+    # One statement for the batch (an UPDATE per memory cost ~0.4 ms each on bulk loads).
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {Memory._meta.db_table} m SET embedding_status = %s, embedding_error = ''"
+            " FROM unnest(%s::uuid[], %s::text[]) AS done(id, content_hash)"
+            " WHERE m.id = done.id AND m.content_hash = done.content_hash",
+            [EmbeddingStatus.READY, [str(m.pk) for m in memories], [m.content_hash for m in memories]],
         )
 
 

@@ -106,7 +106,45 @@ class BulkForm(forms.Form):
 
     def __init__(self, *args: Any, project: Project, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        _set_choices(self, "category", _blank("(none)", _categories(project)))
+        # No "(none)" here: an untouched select once cleared every ticked memory's category
+        # (issue 16, defect 2). Clearing one category is an edit on the memory's own page.
+        _set_choices(self, "category", _blank("Choose a category…", _categories(project)))
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("action") == "category" and not data.get("category"):
+            self.add_error("category", "Choose the new category.")
+        return data
+
+
+class ReviewFilterForm(forms.Form):
+    """The review queue's filters, read from the query string (an invalid value is ignored)."""
+
+    user = forms.CharField(required=False, max_length=255, label="End user")
+    category = forms.ChoiceField(required=False)
+    confidence = forms.ChoiceField(
+        required=False,
+        choices=[
+            ("", "Any confidence"),
+            ("low", "Low (below 0.5)"),
+            ("medium", "Medium (0.5 to 0.8)"),
+            ("high", "High (0.8 and above)"),
+        ],
+    )
+
+    def __init__(self, *args: Any, project: Project, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _set_choices(self, "category", _blank("Any category", _categories(project)))
+
+    def filters(self) -> dict[str, str]:
+        """Keyword arguments for ``ui.selectors.review_queue``."""
+        self.is_valid()
+        data = {k: v for k, v in self.cleaned_data.items() if k not in self.errors}
+        return {
+            "user_id": (data.get("user") or "").strip(),
+            "category": data.get("category") or "",
+            "confidence": data.get("confidence") or "",
+        }
 
 
 class ProjectSettingsForm(forms.Form):

@@ -156,9 +156,22 @@ def edge_in_project(*, project: Project, edge_id: int) -> MemoryEdge:
     return edge
 
 
-def review_queue(*, project: Project) -> QuerySet[Memory]:
-    """Memories waiting for review, oldest first (first captured, first reviewed)."""
-    return Memory.objects.filter(project=project, status=Status.PENDING_REVIEW).order_by("created_at", "pk")
+# Confidence bands of the review queue's filter: (lowest included, highest excluded).
+CONFIDENCE_BANDS = {"low": (0.0, 0.5), "medium": (0.5, 0.8), "high": (0.8, 1.01)}
+
+
+def review_queue(*, project: Project, user_id: str = "", category: str = "", confidence: str = "") -> QuerySet[Memory]:
+    """Memories waiting for review, oldest first (first captured, first reviewed), optionally
+    of one end user, one category, or one band of capture's confidence (``CONFIDENCE_BANDS``)."""
+    queryset = Memory.objects.filter(project=project, status=Status.PENDING_REVIEW)
+    if user_id:
+        queryset = queryset.filter(user_id=user_id)
+    if category:
+        queryset = queryset.filter(category=category)
+    if confidence in CONFIDENCE_BANDS:
+        low, high = CONFIDENCE_BANDS[confidence]
+        queryset = queryset.filter(metadata__confidence__gte=low, metadata__confidence__lt=high)
+    return queryset.order_by("created_at", "pk")
 
 
 def capture_jobs_by_id(*, project: Project, memories: list[Memory]) -> dict[str, CaptureJob]:

@@ -33,6 +33,15 @@ urlpatterns = [
     path(P + "review/bulk/", review.review_bulk, name="review_bulk"),
     path(P + "review/<uuid:memory_id>/approve/", review.review_approve, name="review_approve"),
     path(P + "review/<uuid:memory_id>/reject/", review.review_reject, name="review_reject"),
+    # Issue 16, part A: collisions, undo and capture job pages.
+    path(
+        P + "review/<uuid:memory_id>/supersede/<uuid:target_id>/",
+        review.review_supersede_instead,
+        name="review_supersede_instead",
+    ),
+    path(P + "review/<uuid:memory_id>/merge/<uuid:target_id>/", review.review_merge, name="review_merge"),
+    path(P + "review/undo/", review.review_undo, name="review_undo"),
+    path(P + "captures/<uuid:job_id>/", operations.capture_job, name="capture_job"),
     path(P + "graph/", graph.graph_page, name="graph"),
     path(P + "graph/data/", graph.graph_data, name="graph_data"),
     path(P + "captures/", operations.capture_jobs, name="captures"),

@@ -29,3 +29,43 @@ document.addEventListener("change", function (event) {
 document.addEventListener("focusin", function (event) {
   if (event.target.matches("[data-select-on-focus]")) event.target.select();
 });
+
+// Bulk bars (issue 16, defect 2): a form[data-bulk] shows only while one of its boxes
+// (checkboxes with form="<its id>") is ticked, says how many, and a select-all box
+// (data-select-all="<its id>") ticks them all. Parts marked data-show-for="<action>" show,
+// and their selects become required, only while that action is chosen.
+(function () {
+  "use strict";
+  function boxes(form) {
+    return Array.from(document.querySelectorAll('input[type=checkbox][name=ids][form="' + form.id + '"]'));
+  }
+  function sync(form) {
+    var all = boxes(form), ticked = all.filter(function (box) { return box.checked; }).length;
+    form.hidden = ticked === 0;
+    var count = form.querySelector("[data-bulk-count]");
+    if (count) count.textContent = ticked + " ticked";
+    var master = document.querySelector('[data-select-all="' + form.id + '"]');
+    if (master) {
+      master.checked = ticked > 0 && ticked === all.length;
+      master.indeterminate = ticked > 0 && ticked < all.length;
+    }
+    var action = form.querySelector("select[name=action]");
+    form.querySelectorAll("[data-show-for]").forEach(function (part) {
+      var shown = !!action && action.value === part.getAttribute("data-show-for");
+      part.hidden = !shown;
+      part.querySelectorAll("select").forEach(function (select) { select.required = shown; });
+    });
+  }
+  function syncAll() { document.querySelectorAll("form[data-bulk]").forEach(sync); }
+  document.addEventListener("change", function (event) {
+    var target = event.target;
+    var master = target.closest && target.closest("[data-select-all]");
+    if (master) {
+      var form = document.getElementById(master.getAttribute("data-select-all"));
+      if (form) boxes(form).forEach(function (box) { box.checked = master.checked; });
+    }
+    if (master || target.matches("input[name=ids][form], form[data-bulk] select")) syncAll();
+  });
+  document.addEventListener("DOMContentLoaded", syncAll);
+  document.addEventListener("htmx:afterSettle", syncAll);
+})();

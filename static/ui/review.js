@@ -6,6 +6,13 @@
   var lastIndex = 0;
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || event.altKey) return;
+    // Escape leaves an open editor on a card (issue 16, defect 6): it closes and the card takes
+    // the focus back, so j/k move between cards again instead of typing into the textarea.
+    if (event.key === "Escape") {
+      var editor = event.target.closest && event.target.closest(".review-card details[open]");
+      if (editor) { editor.open = false; editor.closest(".review-card").focus(); event.preventDefault(); }
+      return;
+    }
     var tag = (event.target.tagName || "").toLowerCase();
     if (tag === "input" || tag === "textarea" || tag === "select") return;
     var card = current(), list = cards(), index = card ? list.indexOf(card) : -1;
@@ -14,7 +21,10 @@
     else if (!card) { return; }
     else if (event.key === "a") { lastIndex = index; card.querySelector('[data-key="a"]').click(); }
     else if (event.key === "r") { lastIndex = index; card.querySelector('[data-key="r"]').click(); }
-    else if (event.key === "x") { var box = card.querySelector('input[type=checkbox]'); if (box) box.checked = !box.checked; }
+    else if (event.key === "x") {
+      var box = card.querySelector('input[type=checkbox]');
+      if (box) { box.checked = !box.checked; box.dispatchEvent(new Event("change", {bubbles: true})); }
+    }
     else if (event.key === "e") {
       var details = card.querySelector(".edit-approve"); details.open = true;
       details.querySelector("textarea").focus();

@@ -98,3 +98,17 @@ def test_health_reports_the_embedder(openai_embedder):
     embedders._health = (0.0, "")
     openai_embedder.script_embeddings(Fault(status=500))
     assert embedder_health().startswith("error")
+
+
+def test_a_batch_is_marked_ready_except_a_memory_edited_while_it_was_embedded(api):
+    from memories import services
+    from retrieval.memory_vectors import embed_memories
+
+    drafts = [services.MemoryDraft(user_id="alice", content=f"Alice fact number {n}.") for n in range(3)]
+    stored = services.memory_bulk_create(project=api.project, drafts=drafts, actor="system:test")
+    Memory.objects.filter(pk__in=[m.pk for m in stored]).update(embedding_status="pending")
+    loaded = list(Memory.objects.select_related("project").filter(pk__in=[m.pk for m in stored]).order_by("content"))
+    Memory.objects.filter(pk=loaded[1].pk).update(content="Alice edited this.", content_hash="edited")
+    embed_memories(loaded)
+    statuses = [Memory.objects.get(pk=m.pk).embedding_status for m in loaded]
+    assert statuses == ["ready", "pending", "ready"]

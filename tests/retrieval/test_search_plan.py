@@ -9,8 +9,9 @@ import numpy as np
 from django.db import connection, transaction
 from pgvector import Vector
 
+from memories import services
 from memoryhub import row_security
-from retrieval.search import BOILERPLATE_LEXEMES, HYBRID_SQL
+from retrieval.search import BOILERPLATE_LEXEMES, HYBRID_SQL, search_settings
 
 
 def statement_params(project_id: int) -> dict[str, Any]:
@@ -75,3 +76,27 @@ def test_each_candidates_vector_is_read_once_under_the_tenant_role(make_memory, 
         row_security.leave()
     reads = [n for n in plan_nodes(plan) if n.get("Relation Name") == "memories_embedding"]
     assert reads and all(n["Actual Loops"] == 1 for n in reads)
+
+
+def test_under_the_tenant_role_the_search_still_uses_its_indexes_and_the_role_comes_back(make_memory, api):
+    # A row policy forbids evaluating a non-leakproof operator (@@, <=>) before the policy, so
+    # under the tenant role the GIN lookup became a scan of the user's rows; the search leaves
+    # the role for its statement and puts it back.
+    drafts = [services.MemoryDraft(user_id="alice", content=f"Alice note {n} about lunch.") for n in range(400)]
+    services.memory_bulk_create(project=api.project, drafts=drafts, actor="system:test")
+    make_memory(content="Alice deploys with Kubernetes.")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memories_memory")
+    assert row_security.enter(api.project.pk)
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            with search_settings(cursor):
+                cursor.execute("SET LOCAL enable_seqscan = off")
+                cursor.execute("EXPLAIN " + HYBRID_SQL.format(dim=384), statement_params(api.project.pk))
+                plan = "\n".join(row[0] for row in cursor.fetchall())
+            cursor.execute("SELECT current_user")
+            role = cursor.fetchone()[0]
+    finally:
+        row_security.leave()
+    assert "memory_user_search_gin" in plan
+    assert role == row_security.ROLE

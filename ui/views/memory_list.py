@@ -79,6 +79,15 @@ def _apply(access: Access, memory: Memory, action: str, category: str) -> bool:
     return True
 
 
+def _refused(request: HttpRequest, access: Access, text: str, *, back: str) -> HttpResponse:
+    """A refused bulk action changes nothing. htmx gets the rows region back, unchanged and
+    with the message, so the table (the swap target of filters and pages) is never replaced."""
+    if not is_htmx(request):
+        return refuse(request, text, back=back, status=422)
+    context = list_context(request, access, QueryDict(query_of(back)))
+    return render(request, f"{TEMPLATE}#rows", {**context, "error": text}, status=422)
+
+
 @project_view(Role.REVIEWER)
 @require_POST
 def memory_bulk(request: HttpRequest, access: Access) -> HttpResponse:
@@ -86,10 +95,11 @@ def memory_bulk(request: HttpRequest, access: Access) -> HttpResponse:
     back = next_url(request, reverse("ui:list", args=[access.project.slug]))
     form = BulkForm(request.POST, project=access.project)
     if not form.is_valid():
-        return refuse(request, "Choose an action.", back=back, status=422)
+        text = "Choose the new category." if "category" in form.errors else "Choose an action."
+        return _refused(request, access, text, back=back)
     memories = ui_selectors.memories_by_ids(project=access.project, ids=request.POST.getlist("ids"))
     if not memories:
-        return refuse(request, "Tick at least one memory.", back=back, status=422)
+        return _refused(request, access, "Tick at least one memory.", back=back)
     changed = 0
     try:
         for memory in memories:

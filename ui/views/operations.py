@@ -1,4 +1,5 @@
-"""Operations pages: the project dashboard, capture jobs (with retry) and the retrieval log."""
+"""Operations pages: the project dashboard, capture jobs (with retry and a page each) and the
+retrieval log."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from django.views.decorators.http import require_POST
 
 from capture import selectors as capture_selectors
 from capture import services as capture_services
-from capture.models import JobStatus
-from memories.models import Role
+from capture.models import CaptureJob, JobStatus
+from memories.models import Memory, Role
 from memoryhub.errors import DomainError, NotFound
 from ui import selectors as ui_selectors
 from ui.views.access import Access, done, is_htmx, next_url, page_context, project_view, refuse
@@ -37,6 +38,61 @@ def capture_jobs(request: HttpRequest, access: Access) -> HttpResponse:
     context = page_context(access, page=page, status=status, statuses=JobStatus.choices, nav="captures")
     template = "ui/captures.html#jobs" if is_htmx(request) else "ui/captures.html"
     return render(request, template, context)
+
+
+# What a proposal's outcome means, in the words of the job page.
+OUTCOMES = {
+    "created": "written",
+    "duplicate": "not written: duplicate",
+    "near_duplicate": "not written: near-duplicate",
+    "failed": "not written: refused",
+    "pending": "not written yet",
+}
+
+
+def _proposal_rows(job: CaptureJob, memories: dict[str, Memory]) -> list[dict[str, object]]:
+    """Each stored proposal with its outcome in words and the memory it wrote or collided with."""
+    rows = []
+    for item in job.proposals if isinstance(job.proposals, list) else []:
+        if not isinstance(item, dict):
+            continue
+        outcome = str(item.get("outcome") or "pending")
+        rows.append(
+            {
+                **item,
+                "outcome": outcome,
+                "outcome_label": OUTCOMES.get(outcome, outcome),
+                "memory": memories.get(str(item.get("memory_id"))),
+            }
+        )
+    return rows
+
+
+@project_view()
+def capture_job(request: HttpRequest, access: Access, job_id: str) -> HttpResponse:
+    """One capture job: its (redacted) source messages, each proposal with its outcome and the
+    reason it was not written, the items validation rejected, and links to the memories."""
+    try:
+        job = capture_selectors.capture_job_get(project=access.project, job_id=job_id)
+    except NotFound as error:
+        raise Http404(error.message) from error
+    proposals = job.proposals if isinstance(job.proposals, list) else []
+    ids = [str(p.get("memory_id")) for p in proposals if isinstance(p, dict) and p.get("memory_id")]
+    memories = {str(m.pk): m for m in ui_selectors.memories_by_ids(project=access.project, ids=ids)}
+    payload = job.payload if isinstance(job.payload, dict) else {}
+    rejected = [r for r in payload.get("rejected") or [] if isinstance(r, dict)]
+    messages = [m for m in job.window if isinstance(m, dict)] if isinstance(job.window, list) else []
+    context = page_context(
+        access,
+        job=job,
+        messages=messages,
+        proposals=_proposal_rows(job, memories),
+        rejected=rejected,
+        extractor=str(payload.get("extractor") or ""),
+        here=reverse("ui:capture_job", args=[access.project.slug, job.pk]),
+        nav="captures",
+    )
+    return render(request, "ui/capture_job.html", context)
 
 
 @project_view(Role.REVIEWER)

@@ -1,5 +1,6 @@
-"""The review queue: what capture proposed, where it came from, and approve / reject /
-edit-then-approve, one by one or in bulk."""
+"""The review queue: what capture proposed, where it came from, the user's existing memories
+it collides with, and approve / reject / edit-then-approve / supersede-instead / merge, one
+by one or in bulk, with undo of the last action (issue 16; DECISIONS.md "Review queue")."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Prefetch
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -18,15 +19,28 @@ from conversations.window import clean_window
 from memories import services
 from memories.models import Memory, MemoryEdge, Role, Status
 from memoryhub.errors import DomainError
+from retrieval.duplicates import similar_memories
+from retrieval.embedders import EmbedderError
 from ui import selectors as ui_selectors
-from ui.forms import MemoryFieldsForm
+from ui.forms import MemoryFieldsForm, ReviewFilterForm
 from ui.views.access import Access, done, is_htmx, page_context, project_view, refuse
+from ui.views.review_undo import remember, undo_label, undo_last
 
 TEMPLATE = "ui/review.html"
 REJECT_REASON = "rejected in review"
 EXCERPT_MESSAGES = 6
 EXCERPT_CHARS = 600
 QUEUE_LIMIT = 100
+SIMILAR_PER_CARD = 3
+
+
+@dataclass(frozen=True)
+class SimilarItem:
+    """An existing memory a proposal collides with, and the text a merge would start from."""
+
+    memory: Memory
+    cosine: float | None
+    merged: str
 
 
 @dataclass(frozen=True)
@@ -39,6 +53,7 @@ class ReviewItem:
     proposed_links: list[MemoryEdge]
     reason: str
     form: MemoryFieldsForm
+    similar: list[SimilarItem]
 
 
 def _window(job: CaptureJob | None) -> list[dict[str, str]]:
@@ -56,7 +71,7 @@ def _uuid(value: Any) -> uuid.UUID | None:
         return None
 
 
-def review_item(memory: Memory, jobs: dict[str, CaptureJob]) -> ReviewItem:
+def review_item(memory: Memory, jobs: dict[str, CaptureJob], similar: list[SimilarItem]) -> ReviewItem:
     """What capture recorded about a proposal (see capture.services.memory_draft and
     memory_source): ``source.excerpt`` and ``source.capture_job``; ``metadata.confidence``,
     ``reason``, ``evidence`` and ``proposed_supersedes``. Its proposed links are the links it
@@ -73,11 +88,28 @@ def review_item(memory: Memory, jobs: dict[str, CaptureJob]) -> ReviewItem:
         proposed_links=list(memory.edges_out.all()),
         reason=str(meta.get("reason") or ""),
         form=MemoryFieldsForm(initial=initial, project=memory.project),
+        similar=similar,
     )
 
 
-def queue_context(access: Access, **extra: Any) -> dict[str, Any]:
-    queryset = ui_selectors.review_queue(project=access.project)
+def _similar(access: Access, memories: list[Memory]) -> list[list[SimilarItem]]:
+    """Per proposal, the end user's active memories closest to it by the engine's vectors."""
+    queries = [(m.user_id, m.content) for m in memories]
+    try:
+        found = similar_memories(project=access.project, queries=queries, limit=SIMILAR_PER_CARD)
+    except EmbedderError:
+        # Without an embedder the cards still work, only without their collisions.
+        return [[] for _ in memories]
+    return [
+        [SimilarItem(memory=h.memory, cosine=h.cosine, merged=f"{h.memory.content} {m.content}") for h in hits]
+        for m, hits in zip(memories, found, strict=True)
+    ]
+
+
+def queue_context(request: HttpRequest, access: Access, query: QueryDict, **extra: Any) -> dict[str, Any]:
+    """The filtered queue (up to QUEUE_LIMIT cards, each with its collisions) and the undo offer."""
+    filter_form = ReviewFilterForm(query, project=access.project)
+    queryset = ui_selectors.review_queue(project=access.project, **filter_form.filters())
     links = (
         MemoryEdge.objects.exclude(to_memory__status=Status.DELETED)
         .select_related("to_memory")
@@ -87,16 +119,28 @@ def queue_context(access: Access, **extra: Any) -> dict[str, Any]:
         queryset.select_related("project").prefetch_related(Prefetch("edges_out", queryset=links))[:QUEUE_LIMIT]
     )
     jobs = ui_selectors.capture_jobs_by_id(project=access.project, memories=memories)
-    items = [review_item(m, jobs) for m in memories]
-    total = queryset.count() if len(memories) == QUEUE_LIMIT else len(memories)
-    return page_context(access, items=items, total=total, nav="review", **extra)
+    items = [review_item(m, jobs, similar) for m, similar in zip(memories, _similar(access, memories), strict=True)]
+    # The heading counts everything waiting, as the count after each action does; the
+    # filters say how many of those are shown.
+    total = ui_selectors.review_queue(project=access.project).count()
+    shown = queryset.count() if len(memories) == QUEUE_LIMIT else len(memories)
+    return page_context(
+        access,
+        items=items,
+        total=total,
+        shown=shown,
+        filter_form=filter_form,
+        undo=undo_label(request, access),
+        nav="review",
+        **extra,
+    )
 
 
 @project_view()
 def review_queue(request: HttpRequest, access: Access) -> HttpResponse:
     """Memories waiting for review, oldest first, with their origin and the classifier's proposal."""
     template = f"{TEMPLATE}#queue" if is_htmx(request) else TEMPLATE
-    return render(request, template, queue_context(access))
+    return render(request, template, queue_context(request, access, request.GET))
 
 
 def _answer(request: HttpRequest, access: Access, text: str) -> HttpResponse:
@@ -105,7 +149,8 @@ def _answer(request: HttpRequest, access: Access, text: str) -> HttpResponse:
         return done(request, text, back=back)
     # The card disappears (empty body); the count and the notice update out of band.
     remaining = ui_selectors.review_queue(project=access.project).count()
-    return render(request, f"{TEMPLATE}#after_action", page_context(access, total=remaining, notice=text))
+    context = page_context(access, total=remaining, notice=text, undo=undo_label(request, access))
+    return render(request, f"{TEMPLATE}#after_action", context)
 
 
 @project_view(Role.REVIEWER)
@@ -126,6 +171,7 @@ def review_approve(request: HttpRequest, access: Access, memory_id: str) -> Http
         services.memory_approve(memory=memory, actor=access.actor)
     except DomainError as error:
         return refuse(request, error, back=back)
+    remember(request, access, "Approved.", [{"op": "approve", "id": str(memory.pk)}])
     return _answer(request, access, "Approved.")
 
 
@@ -142,6 +188,7 @@ def review_reject(request: HttpRequest, access: Access, memory_id: str) -> HttpR
         back = reverse("ui:review", args=[access.project.slug])
         return refuse(request, "This memory is no longer waiting for review.", back=back, status=409)
     services.memory_delete(memory=memory, actor=access.actor, reason=REJECT_REASON)
+    remember(request, access, "Rejected.", [{"op": "reject", "id": str(memory.pk)}])
     return _answer(request, access, "Rejected.")
 
 
@@ -155,7 +202,7 @@ def review_bulk(request: HttpRequest, access: Access) -> HttpResponse:
         return refuse(request, "Choose approve or reject.", back=back, status=422)
     memories = ui_selectors.memories_by_ids(project=access.project, ids=request.POST.getlist("ids"))
     pending = [m for m in memories if m.status == Status.PENDING_REVIEW]
-    changed = 0
+    changed, steps = 0, []
     for memory in pending:
         # Another reviewer may have acted on it since the page was drawn: skip it and say so.
         try:
@@ -166,9 +213,64 @@ def review_bulk(request: HttpRequest, access: Access) -> HttpResponse:
         except DomainError:
             continue
         changed += 1
+        steps.append({"op": action, "id": str(memory.pk)})
     text = f"{'Approved' if action == 'approve' else 'Rejected'} {changed} of {len(memories)} memories."
     if skipped := len(memories) - changed:
         text += f" {skipped} {'was' if skipped == 1 else 'were'} no longer waiting for review."
+    remember(request, access, text, steps)
     if not is_htmx(request):
         return done(request, text, back=back)
-    return render(request, f"{TEMPLATE}#queue", queue_context(access, notice=text))
+    return render(request, f"{TEMPLATE}#queue", queue_context(request, access, request.POST, notice=text))
+
+
+def _pending_pair(access: Access, memory_id: str, target_id: str) -> tuple[Memory, Memory]:
+    memory = ui_selectors.memory_in_project(project=access.project, memory_id=memory_id, with_deleted=False)
+    target = ui_selectors.memory_in_project(project=access.project, memory_id=target_id, with_deleted=False)
+    return memory, target
+
+
+@project_view(Role.REVIEWER)
+@require_POST
+def review_supersede_instead(request: HttpRequest, access: Access, memory_id: str, target_id: str) -> HttpResponse:
+    """Approve the proposal as the successor of an existing memory it collides with."""
+    memory, target = _pending_pair(access, memory_id, target_id)
+    back = reverse("ui:review", args=[access.project.slug])
+    reason = "superseded instead, in review"
+    try:
+        services.memory_approve_superseding(memory=memory, target=target, actor=access.actor, reason=reason)
+    except DomainError as error:
+        return refuse(request, error, back=back)
+    text = "Approved as the successor of the existing memory."
+    remember(request, access, text, [{"op": "approve", "id": str(memory.pk)}])
+    return _answer(request, access, text)
+
+
+@project_view(Role.REVIEWER)
+@require_POST
+def review_merge(request: HttpRequest, access: Access, memory_id: str, target_id: str) -> HttpResponse:
+    """Merge the proposal into an existing memory: it takes the combined text, the proposal is rejected."""
+    memory, target = _pending_pair(access, memory_id, target_id)
+    back = reverse("ui:review", args=[access.project.slug])
+    content = request.POST.get("content", "").strip() or f"{target.content} {memory.content}"
+    before = target.content
+    try:
+        merged = services.memory_merge_proposal(memory=memory, target=target, content=content, actor=access.actor)
+    except DomainError as error:
+        return refuse(request, error, back=back)
+    step = {"op": "merge", "id": str(memory.pk), "into": str(target.pk), "before": before, "merged": merged.content}
+    remember(request, access, "Merged into the existing memory.", [step])
+    return _answer(request, access, "Merged into the existing memory.")
+
+
+@project_view(Role.REVIEWER)
+@require_POST
+def review_undo(request: HttpRequest, access: Access) -> HttpResponse:
+    """Reverse the last review action of this reviewer on this project, then show the queue."""
+    back = reverse("ui:review", args=[access.project.slug])
+    try:
+        text = undo_last(request, access)
+    except DomainError as error:
+        return refuse(request, error, back=back)
+    if not is_htmx(request):
+        return done(request, text, back=back)
+    return render(request, f"{TEMPLATE}#queue", queue_context(request, access, request.POST, notice=text))

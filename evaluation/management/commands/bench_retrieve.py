@@ -1,8 +1,9 @@
 """python manage.py bench_retrieve: retrieve latency over HTTP with 100k memories over 10 users.
 
 Seeds (or reuses) a ``bench-retrieve`` project, starts gunicorn on a free loopback
-port, and measures POST /api/v1/retrieve p50/p95/p99 and throughput at 1 and 4
-concurrent clients, with HyDE off and with HyDE against a fast loopback stub.
+port, and measures the first retrieves it answers (warm start), then POST /api/v1/retrieve
+p50/p95/p99 and throughput at 1 and 4 concurrent clients, with HyDE off and with HyDE
+against a fast loopback stub.
 
 Seeding shortcut (documented, not hidden): the synthetic corpus has ~8k distinct
 sentences; each is embedded once with the real model and its vector reused for the
@@ -34,7 +35,7 @@ from memories import services
 from memories.models import Embedding, EmbeddingStatus, Memory, Project
 from retrieval.embedders import LOCAL_MODEL_NAME, embedder_for_model
 from retrieval.keyword_stats import refresh_keyword_stats, settle_after_bulk_load
-from retrieval.search import HNSW_EF_SEARCH, set_search_settings
+from retrieval.search import HNSW_EF_SEARCH, search_settings
 from retrieval.vector_cache import embed_texts
 
 USERS = 10
@@ -67,6 +68,9 @@ class Command(BaseCommand):
         try:
             for name, env in scenarios:
                 with _server(env) as port:
+                    if name == "hyde_off":
+                        report["first_calls_ms"] = first_calls(port, key)
+                        self.stderr.write(f"first calls after start: {report['first_calls_ms']}")
                     for clients in (int(c) for c in options["concurrency"].split(",")):
                         row = measure(port, key, clients=clients, requests=options["requests"], hyde=name != "hyde_off")
                         report["scenarios"].append({"scenario": name, **row})
@@ -111,8 +115,7 @@ def vector_recall(project: Project, queries: int = 200) -> dict[str, Any]:
             "project": project.pk,
             "user": f"user-{i % USERS}",
         }
-        with transaction.atomic(), connection.cursor() as cursor:
-            set_search_settings(cursor)  # the engine's own settings
+        with transaction.atomic(), connection.cursor() as cursor, search_settings(cursor):  # the engine's own
             started = time.perf_counter()
             cursor.execute(HNSW_TOP10, params)
             timings.append((time.perf_counter() - started) * 1000)
@@ -218,6 +221,21 @@ class _server:
     def __exit__(self, *exc: object) -> None:
         self.process.terminate()
         self.process.wait(30)
+
+
+def first_calls(port: int, key: str, *, calls: int = 8) -> list[float]:
+    """The first retrieves a freshly started server answers (warm start: as fast as later ones?).
+
+    Each on a new connection, as many as it takes to reach every worker process and thread.
+    """
+    latencies = []
+    for n, query in enumerate(synthetic_sentences(calls, seed=11, tag="f")):
+        conn = _client(port)
+        started = time.perf_counter()
+        _post(conn, key, f"{query.split(' (note')[0]}?", hyde=False, user=n % USERS)
+        latencies.append(round((time.perf_counter() - started) * 1000, 1))
+        conn.close()
+    return latencies
 
 
 def measure(port: int, key: str, *, clients: int, requests: int, hyde: bool) -> dict[str, Any]:

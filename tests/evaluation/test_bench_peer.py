@@ -1,0 +1,35 @@
+"""make bench's MemoryHub half on a small LoCoMo slice: both timed paths answer the same, and
+what it reports is measured (the peer itself runs only under `make bench`: torch is not a test dependency)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from retrieval.models import RetrievalLog
+
+BENCHMARKS = Path(__file__).resolve().parents[3] / "shared" / "benchmarks"
+
+pytestmark = pytest.mark.skipif(not (BENCHMARKS / "locomo_session_corpus.jsonl").exists(), reason="no LoCoMo")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_bench_peer_times_the_engine_and_the_api_on_the_same_answers(tmp_path):
+    call_command(
+        "bench_peer", variant="session", bench_dir=str(BENCHMARKS), skip_peer=True, limit=12, out=str(tmp_path)
+    )
+    report = json.loads((tmp_path / "bench_peer-session.json").read_text())
+    ours = report["memoryhub"]
+    assert ours["engine"]["headline"] == ours["api"]["headline"]
+    assert ours["engine"]["headline"]["n"] > 0 and ours["engine"]["headline"]["R@10"] > 0.5
+    assert 0 < ours["engine"]["latency_ms"]["p50"] <= ours["engine"]["latency_ms"]["p95"]
+    assert ours["add_throughput_per_s"] > 0 and report["peer"] is None
+    assert RetrievalLog.objects.count() >= ours["api"]["headline"]["n"]  # the API pass logged every call
+
+
+def test_bench_peer_refuses_to_run_without_the_peer_environment(tmp_path):
+    with pytest.raises(CommandError, match="make bench"):
+        call_command("bench_peer", variant="session", bench_dir=str(BENCHMARKS), peer_python=str(tmp_path / "none"))
