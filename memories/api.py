@@ -9,12 +9,14 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Status
 
 from memories import selectors, services
+from memories.models import Memory, Project
 from memories.schemas import (
     BulkIn,
     BulkOut,
     HistoryOut,
     KindName,
     MemoryIn,
+    MemoryListQuery,
     MemoryOut,
     MemoryPageOut,
     MemoryPatch,
@@ -35,7 +37,8 @@ def _fresh(request: HttpRequest, user_id: str, memory_id: Any) -> dict[str, Any]
     return memory_out(memory)
 
 
-def _draft(body: MemoryIn | SupersedeIn, *, scope: str) -> services.MemoryDraft:
+def memory_draft(body: MemoryIn | SupersedeIn, *, scope: str) -> services.MemoryDraft:
+    """The service's draft for a create or supersede body (every transport builds it here)."""
     return services.MemoryDraft(
         user_id=body.user_id,
         content=body.content,
@@ -52,23 +55,28 @@ def _draft(body: MemoryIn | SupersedeIn, *, scope: str) -> services.MemoryDraft:
 @router.post("/memories", response={201: MemoryOut, **ERRORS})
 def create_memory(request: HttpRequest, body: MemoryIn) -> Status[Any]:
     """Create one memory. It is embedded before the answer when the embedder is up."""
-    if body.supersedes:
-        # The same operation as POST /memories/{id}/supersede: a scope left out is the old one's.
-        scope = body.scope if "scope" in body.model_fields_set else None
-        return Status(201, _supersede(request, body.supersedes, body, scope=scope, reason=""))
-    memory = services.memory_create(
-        project=api_key(request).project, draft=_draft(body, scope=body.scope), actor=actor(request)
-    )
+    memory = memory_create_from(project=api_key(request).project, body=body, actor=actor(request))
     return Status(201, _fresh(request, body.user_id, memory.pk))
 
 
-def _supersede(
-    request: HttpRequest, memory_id: str, body: MemoryIn | SupersedeIn, *, scope: str | None, reason: str
-) -> dict[str, Any]:
-    old = selectors.memory_get_visible(project=api_key(request).project, user_id=body.user_id, memory_id=memory_id)
-    draft = _draft(body, scope=scope or old.scope)
-    new = services.memory_supersede(memory=old, draft=draft, actor=actor(request), reason=reason)
-    return _fresh(request, body.user_id, new.pk)
+def memory_create_from(*, project: Project, body: MemoryIn, actor: str) -> Memory:
+    """POST /memories for any transport: create, or supersede when ``supersedes`` names a memory."""
+    if body.supersedes:
+        # The same operation as POST /memories/{id}/supersede: a scope left out is the old one's.
+        scope = body.scope if "scope" in body.model_fields_set else None
+        return memory_supersede_from(
+            project=project, memory_id=body.supersedes, body=body, scope=scope, reason="", actor=actor
+        )
+    return services.memory_create(project=project, draft=memory_draft(body, scope=body.scope), actor=actor)
+
+
+def memory_supersede_from(
+    *, project: Project, memory_id: str, body: MemoryIn | SupersedeIn, scope: str | None, reason: str, actor: str
+) -> Memory:
+    """A new version of a memory the body's user may see (a scope left out is the old one's)."""
+    old = selectors.memory_get_visible(project=project, user_id=body.user_id, memory_id=memory_id)
+    draft = memory_draft(body, scope=scope or old.scope)
+    return services.memory_supersede(memory=old, draft=draft, actor=actor, reason=reason)
 
 
 @router.post("/memories/bulk", response={201: BulkOut, **ERRORS})
@@ -92,9 +100,21 @@ def list_memories(
     cursor: str | None = None,
 ) -> dict[str, Any]:
     """One user's visible memories, newest first, with cursor pagination."""
-    filters = selectors.MemoryFilters(kind=kind, category=category, scope=scope, status=status, q=q)
+    # Plain parameters, not Query[MemoryListQuery], keep the OpenAPI document as it was; the
+    # values already passed the same constraints, so building the schema cannot fail.
+    query = MemoryListQuery(
+        user_id=user_id, kind=kind, category=category, scope=scope, status=status, q=q, limit=limit, cursor=cursor
+    )
+    return memory_page(project=api_key(request).project, query=query)
+
+
+def memory_page(*, project: Project, query: MemoryListQuery) -> dict[str, Any]:
+    """GET /memories for any transport: one page of the user's visible memories (``MemoryPageOut``)."""
+    filters = selectors.MemoryFilters(
+        kind=query.kind, category=query.category, scope=query.scope, status=query.status, q=query.q
+    )
     page = selectors.memories_for_user(
-        project=api_key(request).project, user_id=user_id, filters=filters, limit=limit, cursor=cursor
+        project=project, user_id=query.user_id, filters=filters, limit=query.limit, cursor=query.cursor
     )
     return {"items": [memory_out(m) for m in page.items], "next_cursor": page.next_cursor}
 
@@ -147,4 +167,12 @@ def memory_history(request: HttpRequest, memory_id: str, user_id: UserId) -> dic
 @router.post("/memories/{memory_id}/supersede", response={201: MemoryOut, **ERRORS})
 def supersede_memory(request: HttpRequest, memory_id: str, body: SupersedeIn) -> Status[Any]:
     """Write a new version; the old one becomes ``superseded`` (409 if it already is)."""
-    return Status(201, _supersede(request, memory_id, body, scope=body.scope, reason=body.reason))
+    new = memory_supersede_from(
+        project=api_key(request).project,
+        memory_id=memory_id,
+        body=body,
+        scope=body.scope,
+        reason=body.reason,
+        actor=actor(request),
+    )
+    return Status(201, _fresh(request, body.user_id, new.pk))

@@ -62,6 +62,19 @@ class MemoryIn(MemoryFields):
     supersedes: str | None = None
 
 
+class MemoryListQuery(Schema):
+    """The query of GET /memories (and the MCP ``list_memories`` tool)."""
+
+    user_id: UserId
+    kind: KindName | None = None
+    category: str | None = None
+    scope: ScopeName | None = None
+    status: StatusName | None = None
+    q: str | None = None
+    limit: int = Field(50, ge=1, le=200)
+    cursor: str | None = None
+
+
 class BulkMemoryItem(StrictSchema):
     user_id: UserId
     content: str

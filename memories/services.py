@@ -14,7 +14,7 @@ import json
 import secrets
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -38,7 +38,8 @@ from memories.models import (
     Status,
     Team,
 )
-from memories.selectors import memory_get_visible
+from memories.selectors import api_key_active, memory_get_visible
+from memoryhub import row_security
 from memoryhub.errors import Conflict, Invalid, NotFound, PayloadTooLarge
 from memoryhub.redaction import is_mostly_secret, redact, redact_json
 
@@ -534,6 +535,24 @@ def api_key_create(*, project: Project, name: str = "", created_by: Any = None) 
         project=project, name=name, prefix=prefix, key_hash=hash_api_key(plain), created_by=created_by
     )
     return key, plain
+
+
+def api_key_authenticate(*, token: str) -> ApiKey | None:
+    """The live key ``token`` names (with its project), or None; marks it used.
+
+    On success this connection sees only the key's project rows from here on
+    (``row_security.enter``): every transport that takes a key (the HTTP API, the MCP
+    server) authenticates through here, so each enters the tenant wall the same way.
+    """
+    key = api_key_active(key_hash=hash_api_key(token))
+    if key is None:
+        return None
+    # One write a minute per key is plenty for "last used", and keeps reads read-only.
+    now = timezone.now()
+    if key.last_used_at is None or now - key.last_used_at > timedelta(minutes=1):
+        ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+    row_security.enter(key.project_id)
+    return key
 
 
 def api_key_revoke(*, key: ApiKey) -> ApiKey:

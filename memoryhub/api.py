@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
-from django.db import DatabaseError, DataError, IntegrityError, connection
+from django.db import DatabaseError, DataError, IntegrityError
 from django.http import Http404, HttpRequest, HttpResponse
-from django.utils import timezone
 from ninja import NinjaAPI, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
@@ -17,14 +15,13 @@ from ninja.security import HttpBearer
 from capture.api import router as capture_router
 from conversations.api import router as conversations_router
 from integrations.api import router as transfer_router
-from memories import selectors
+from memories import services
 from memories.api import router as memories_router
 from memories.models import ApiKey
 from memories.scratchpad_api import router as scratchpad_router
-from memories.services import hash_api_key
-from memoryhub import erasure, health, row_security
+from memoryhub import erasure, health
 from memoryhub.auth import ERRORS, api_key
-from memoryhub.errors import DomainError, Invalid, RateLimited
+from memoryhub.errors import DomainError, Invalid, RateLimited, envelope_for, validation_envelope
 from memoryhub.parsing import StorableJSONParser, UnstorableBody
 from retrieval.api import router as retrieval_router
 
@@ -35,16 +32,8 @@ class ApiKeyAuth(HttpBearer):
     """``Authorization: Bearer <key>``; the key picks the project every request acts in."""
 
     def authenticate(self, request: HttpRequest, token: str) -> ApiKey | None:
-        key = selectors.api_key_active(key_hash=hash_api_key(token))
-        if key is None:
-            return None
-        # One write a minute per key is plenty for "last used", and keeps reads read-only.
-        now = timezone.now()
-        if key.last_used_at is None or now - key.last_used_at > timedelta(minutes=1):
-            ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
         # From here on this request's connection sees only its project's rows (row_security.py).
-        row_security.enter(key.project_id)
-        return key
+        return services.api_key_authenticate(token=token)
 
 
 api = NinjaAPI(
@@ -73,13 +62,7 @@ def on_domain_error(request: HttpRequest, exc: DomainError) -> HttpResponse:
 
 @api.exception_handler(ValidationError)
 def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
-    details = [
-        {"loc": [str(part) for part in e.get("loc", ())], "msg": e.get("msg", ""), "type": e.get("type", "")}
-        for e in exc.errors
-    ]
-    first = details[0] if details else {"loc": [], "msg": "invalid request"}
-    where = ".".join(p for p in first["loc"] if p not in ("body", "query", "path", "payload"))
-    message = f"{where}: {first['msg']}" if where else str(first["msg"])
+    message, details = validation_envelope(exc.errors)
     return error_response(request, 422, "validation_error", message, details)
 
 
@@ -104,33 +87,16 @@ def on_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
     return error_response(request, 413, "payload_too_large", "request body is larger than the server accepts")
 
 
-@api.exception_handler(Http404)
-def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
-    return error_response(request, 404, "not_found", "not found")
+def on_stored_data_error(request: HttpRequest, exc: Exception | type[Exception]) -> HttpResponse:
+    """Not found, a value Postgres refuses, a broken constraint, the database down (errors.py's table)."""
+    known = envelope_for(exc) if isinstance(exc, Exception) else None
+    if known is None:
+        return error_response(request, 500, "internal_error", "an unexpected error occurred; it has been logged")
+    return error_response(request, *known)
 
 
-@api.exception_handler(DataError)
-def on_data_error(request: HttpRequest, exc: DataError) -> HttpResponse:
-    # Postgres refuses some values (the parser and schemas catch the known ones first). A
-    # read-back can fail too, after a write committed, so this does not claim nothing was written.
-    log.warning("data error: %s", exc)
-    return error_response(request, 422, "invalid_value", "a value cannot be stored or read back")
-
-
-@api.exception_handler(IntegrityError)
-def on_integrity_error(request: HttpRequest, exc: IntegrityError) -> HttpResponse:
-    # A write that breaks a constraint is the client's input meeting stored data, not an
-    # outage: nothing was written (the transaction rolled back).
-    log.info("constraint violated: %s", exc)
-    return error_response(request, 409, "conflict", "the change conflicts with stored data; nothing was written")
-
-
-@api.exception_handler(DatabaseError)
-def on_database_error(request: HttpRequest, exc: DatabaseError) -> HttpResponse:
-    log.exception("database error")
-    # A broken connection must not be reused by the next request in this worker.
-    connection.close_if_unusable_or_obsolete()
-    return error_response(request, 503, "database_unavailable", "the database is unavailable; try again shortly")
+for _raised in (Http404, DataError, IntegrityError, DatabaseError):
+    api.add_exception_handler(_raised, on_stored_data_error)
 
 
 @api.exception_handler(Exception)

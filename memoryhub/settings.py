@@ -370,6 +370,9 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    # The MCP view starts the SDK's session manager for every request (integrations/mcp/http.py):
+    # its start/stop lines at INFO would be two log lines per MCP call.
+    "loggers": {"mcp.server.streamable_http_manager": {"level": "WARNING"}},
 }
 
 # --- Periodic work (Celery beat) -----------------------------------------------------

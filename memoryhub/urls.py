@@ -6,6 +6,7 @@ from django.contrib import admin
 from django.http import HttpRequest, JsonResponse
 from django.urls import include, path, re_path
 
+from integrations.mcp.http import mcp_endpoint
 from memoryhub.api import api
 
 
@@ -18,6 +19,7 @@ def api_not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
 urlpatterns = [
     path("api/v1/", api.urls),
     re_path(r"^api/v1/(?P<rest>.*)$", api_not_found),
+    re_path(r"^mcp/?$", mcp_endpoint, name="mcp"),
     path("admin/", admin.site.urls),
     path("", include("ui.urls")),
 ]

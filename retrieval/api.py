@@ -24,9 +24,14 @@ def retrieve_memories(request: HttpRequest, body: RetrieveIn) -> dict[str, Any]:
     200 even when a stage fails (it is skipped and named in ``degraded``); 429 with
     ``Retry-After`` over the per-user rate limit, so "nothing relevant" and "slow down" differ.
     """
+    return retrieve_out(retrieve(project=api_key(request).project, request=retrieve_request(body)))
+
+
+def retrieve_request(body: RetrieveIn) -> RetrieveRequest:
+    """The engine's request for a POST /retrieve body (every transport builds it here)."""
     data = body.model_dump()
     data["messages"] = [m.model_dump() for m in body.messages] if body.messages else None
-    return retrieve_out(retrieve(project=api_key(request).project, request=RetrieveRequest(**data)))
+    return RetrieveRequest(**data)
 
 
 @router.get("/tools", response={200: list[dict[str, Any]], **ERRORS})

@@ -146,9 +146,9 @@ def test_a_constraint_violation_is_a_409_in_the_envelope_not_a_503():
     from django.db import IntegrityError
     from django.test import RequestFactory
 
-    from memoryhub.api import on_integrity_error
+    from memoryhub.api import on_stored_data_error
 
-    response = on_integrity_error(RequestFactory().get("/api/v1/memories"), IntegrityError("duplicate key"))
+    response = on_stored_data_error(RequestFactory().get("/api/v1/memories"), IntegrityError("duplicate key"))
     assert (response.status_code, json.loads(response.content)["error"]["code"]) == (409, "conflict")
 
 
