@@ -270,9 +270,10 @@ def memories_by_id(*, project: Project, user_id: str, ids: Sequence[str]) -> dic
 
 def _prefetched(instance: Memory, relation: str, rows: list[MemoryEdge]) -> None:
     # What prefetch_related leaves behind (a queryset whose result is already known), so
-    # ``instance.edges_out.all()`` answers from memory like after with_relations.
-    queryset = getattr(instance, relation).all()
+    # ``instance.edges_out.all()`` answers from memory like after with_relations. A bare
+    # queryset: the related manager's own filtered one costs ~0.1 ms of query building per row.
+    queryset: QuerySet[MemoryEdge] = QuerySet(model=MemoryEdge)
     queryset._result_cache = rows
-    queryset._prefetch_done = True
+    queryset._prefetch_done = True  # type: ignore[attr-defined]
     cache = {**getattr(instance, "_prefetched_objects_cache", {}), relation: queryset}
     instance._prefetched_objects_cache = cache  # type: ignore[attr-defined]
