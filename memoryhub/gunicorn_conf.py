@@ -6,12 +6,17 @@ Callers add only where to listen and how much to log.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from typing import Any
 
 from gunicorn import util as gunicorn_util
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
+# A web worker embeds one short query at a time while other requests keep the cores busy: one
+# ONNX thread each answered 4 clients faster than one per core, and as fast for one (DECISIONS.md
+# "Speed against mem0"). Celery workers keep every core for their batches. Set before the settings load.
+os.environ.setdefault("MEMORYHUB_EMBED_THREADS", "1")
 from django.conf import settings  # noqa: E402 - after the settings module is named
 
 from memoryhub.config import load_settings  # noqa: E402
@@ -56,9 +61,15 @@ def _warm_request_path() -> None:
     from retrieval.search import SearchParams, hybrid_search
 
     # Unauthenticated: URL routing, middleware, ninja's parsing and the API-key lookup, no writes.
-    Client(HTTP_HOST="localhost").post(
-        "/api/v1/retrieve", {}, content_type="application/json", headers={"Authorization": "Bearer warm-up"}
-    )
+    # Its 401 is expected: not logged as an "Unauthorized" warning at every worker start.
+    request_log = logging.getLogger("django.request")
+    level, request_log.level = request_log.level, logging.ERROR
+    try:
+        Client(HTTP_HOST="localhost").post(
+            "/api/v1/retrieve", {}, content_type="application/json", headers={"Authorization": "Bearer warm-up"}
+        )
+    finally:
+        request_log.setLevel(level)
     try:  # no project has id 0: the statement runs and finds nothing
         hybrid_search(SearchParams(project_id=0, user_id="warm-up", query="warm up", model="", vectors=None))
     except DatabaseError:
