@@ -63,7 +63,8 @@ def _warm_request_path() -> None:
     # Unauthenticated: URL routing, middleware, ninja's parsing and the API-key lookup, no writes.
     # Its 401 is expected: not logged as an "Unauthorized" warning at every worker start.
     request_log = logging.getLogger("django.request")
-    level, request_log.level = request_log.level, logging.ERROR
+    level = request_log.level
+    request_log.setLevel(logging.ERROR)
     try:
         Client(HTTP_HOST="localhost").post(
             "/api/v1/retrieve", {}, content_type="application/json", headers={"Authorization": "Bearer warm-up"}
