@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -43,6 +45,8 @@ log = logging.getLogger(__name__)
 GRAPH_DECAY = 0.85  # a neighbour scores below the memory that led to it
 CONTEXT_MESSAGES = 3
 SEARCH_MIN_MS = 200
+# Concurrent query embeddings per process (gunicorn's threads per worker is 4).
+QUERY_EMBED_THREADS = 4
 
 
 @dataclass
@@ -200,17 +204,22 @@ def _run(project: Project, request: RetrieveRequest, trace: Trace, started: floa
         trace.hypotheses = run_hyde(window or query, trace=trace, deadline=started + budget_s)
     model = active_model(project)
     queries = [query, context] if context and context != query else [query]
-    vectors = embed_queries([*queries, *trace.hypotheses], model=model, project_id=project.pk, trace=trace)
+    # The query is embedded on another thread while the full-text half of the search runs
+    # (onnxruntime and psycopg both release the GIL); the search waits for it only after.
+    embedding = _query_embedder().submit(
+        embed_queries, [*queries, *trace.hypotheses], model=model, project_id=project.pk, trace=trace
+    )
     candidates = search(
         project,
         request,
         query=query,
         model=model,
-        vectors=vectors,
+        vectors=embedding.result,
         query_vectors=len(queries),
         deadline=started + budget_s,
         trace=trace,
     )
+    vectors = embedding.result()
     scored = score(
         candidates,
         request=request,
@@ -237,6 +246,17 @@ def _run(project: Project, request: RetrieveRequest, trace: Trace, started: floa
     ranked = expand_graph(project, request, ranked, trace=trace)[: request.limit]
     chains = older_versions(project=project, memories=[m for m, _ in ranked], user_id=request.user_id)
     return build_result(ranked, chains, request=request, project=project, trace=trace)
+
+
+_pool: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _query_embedder() -> ThreadPoolExecutor:
+    """This process's threads for query embeddings (made anew after a fork: threads do not survive it)."""
+    global _pool
+    if _pool is None or _pool[0] != os.getpid():
+        _pool = (os.getpid(), ThreadPoolExecutor(max_workers=QUERY_EMBED_THREADS, thread_name_prefix="query-embed"))
+    return _pool[1]
 
 
 def conversation_text(request: RetrieveRequest) -> tuple[str, str, str]:
@@ -325,12 +345,13 @@ def search(
     *,
     query: str,
     model: str,
-    vectors: np.ndarray | None,
+    vectors: Callable[[], np.ndarray | None],
     query_vectors: int,
     deadline: float,
     trace: Trace,
 ) -> list[Candidate]:
-    """The hybrid statement, limited to what is left of the request's time budget."""
+    """The hybrid search, limited to what is left of the request's time budget; ``vectors``
+    gives the query vectors when the full-text half is done (None: full text only)."""
     started = time.perf_counter()
     statuses = statuses_searched(request)
     params = SearchParams(
@@ -338,7 +359,7 @@ def search(
         user_id=request.user_id,
         query=query,
         model=model,
-        vectors=vectors,
+        vectors=None,
         query_vectors=query_vectors,
         statuses=statuses,
         kinds=request.kinds,
@@ -349,7 +370,7 @@ def search(
     )
     # At least SEARCH_MIN_MS: a search that starts must have a chance to finish.
     timeout_ms = max(SEARCH_MIN_MS, int((deadline - started) * 1000))
-    result = hybrid_search(params, timeout_ms=timeout_ms)
+    result = hybrid_search(params, timeout_ms=timeout_ms, pending_vectors=vectors)
     trace.candidates, trace.skipped_words = result.candidates, result.skipped_words
     trace.timed("search", started)
     return trace.candidates

@@ -1,4 +1,4 @@
-"""The hybrid statement is one query whose predicates the indexes serve."""
+"""The hybrid search's two statements are queries whose predicates the indexes serve."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pgvector import Vector
 
 from memories import services
 from memoryhub import row_security
-from retrieval.search import BOILERPLATE_LEXEMES, HYBRID_SQL, search_settings
+from retrieval.search import BOILERPLATE_LEXEMES, FUSION_SQL, KEYWORD_SQL, keyword_arrays, search_settings
 
 
 def statement_params(project_id: int) -> dict[str, Any]:
@@ -35,14 +35,22 @@ def statement_params(project_id: int) -> dict[str, Any]:
     }
 
 
-def explain(project_id: int) -> str:
+def fusion_params(cursor: Any, project_id: int) -> dict[str, Any]:
+    """The second statement's parameters: the first one's full-text hits as arrays."""
     params = statement_params(project_id)
+    cursor.execute(KEYWORD_SQL, params)
+    return params | keyword_arrays(cursor.fetchall())
+
+
+def explain(project_id: int) -> str:
     with transaction.atomic(), connection.cursor() as cursor:
         # Test tables are tiny, so the planner would rightly scan them; forbid that to see
         # whether the statement's predicates can use the indexes at all.
         cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute("EXPLAIN " + HYBRID_SQL.format(dim=384), params)
-        return "\n".join(row[0] for row in cursor.fetchall())
+        cursor.execute("EXPLAIN " + KEYWORD_SQL, statement_params(project_id))
+        plans = [row[0] for row in cursor.fetchall()]
+        cursor.execute("EXPLAIN " + FUSION_SQL.format(dim=384), fusion_params(cursor, project_id))
+        return "\n".join(plans + [row[0] for row in cursor.fetchall()])
 
 
 def test_explain_reads_memories_and_vectors_only_through_indexes(make_memory, api):
@@ -69,7 +77,7 @@ def test_each_candidates_vector_is_read_once_under_the_tenant_role(make_memory, 
     try:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(
-                "EXPLAIN (ANALYZE, FORMAT JSON) " + HYBRID_SQL.format(dim=384), statement_params(api.project.pk)
+                "EXPLAIN (ANALYZE, FORMAT JSON) " + FUSION_SQL.format(dim=384), fusion_params(cursor, api.project.pk)
             )
             plan = cursor.fetchone()[0][0]["Plan"]
     finally:
@@ -92,7 +100,7 @@ def test_under_the_tenant_role_the_search_still_uses_its_indexes_and_the_role_co
         with transaction.atomic(), connection.cursor() as cursor:
             with search_settings(cursor):
                 cursor.execute("SET LOCAL enable_seqscan = off")
-                cursor.execute("EXPLAIN " + HYBRID_SQL.format(dim=384), statement_params(api.project.pk))
+                cursor.execute("EXPLAIN " + KEYWORD_SQL, statement_params(api.project.pk))
                 plan = "\n".join(row[0] for row in cursor.fetchall())
             cursor.execute("SELECT current_user")
             role = cursor.fetchone()[0]
