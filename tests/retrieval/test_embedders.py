@@ -259,3 +259,11 @@ def test_resetting_the_cache_rebuilds_remote_embedders_but_keeps_the_loaded_loca
 
     assert embedder_for_model(LOCAL_MODEL_NAME) is local
     assert embedder_for_model("some-remote-embedding-model") is not remote
+
+
+def test_a_query_runs_on_one_thread_and_a_batch_on_all_with_the_same_vectors():
+    embedder = LocalEmbedder(threads=2)
+    alone = embedder.embed(["Alice deploys with Kubernetes."])
+    batch = embedder.embed(["Alice deploys with Kubernetes.", "Bob likes tea.", "Carol writes Go."])
+    assert sorted(embedder._loaded) == [1, 2]  # a session per thread count, each loaded once
+    assert float(alone[0] @ batch[0]) > 0.9999
