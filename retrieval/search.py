@@ -197,9 +197,9 @@ def search_settings(cursor: Any, *, timeout_ms: int | None = None) -> Iterator[N
     ``timeout_ms`` None keeps the session's statement timeout. Call inside a transaction.
 
     The tenant role (memoryhub/row_security.py) is left inside the block: under a row policy
-    Postgres may not evaluate an operator that is not leakproof (``@@``, ``<=>``) before the
-    policy, so neither the full-text GIN index nor the HNSW index can be used and a user's every
-    row is read (100k memories: ~50 ms a statement instead of ~15). The statement names the
+    Postgres may not evaluate a qual whose operator is not leakproof (``@@``) before the policy,
+    so the full-text GIN index could not be used and every row of the user was read (100k
+    memories: ~50 ms a search instead of ~12; the HNSW walk, an ORDER BY, was not affected). The statement names the
     project in every table it reads (``_VISIBLE``, the embedding and keyword-statistics filters).
     The role is put back explicitly when the block ends: a transaction-local setting would
     otherwise last until an enclosing transaction ends.
@@ -276,8 +276,8 @@ def hybrid_search(
     candidates ordered by fused RRF score.
 
     ``pending_vectors`` (the query vectors still being computed) is waited for only after the
-    full-text statement, which needs none: the engine embeds the query meanwhile (measured on
-    LoCoMo: embedding + search 13.3 -> 10.1 ms at p50, the same candidates). Without it,
+    full-text statement, which needs none: the engine embeds the query meanwhile (the engine on
+    LoCoMo obs: 17.9 -> 16.6 ms p50, the same candidates; DECISIONS.md "Speed against mem0"). Without it,
     ``params.vectors`` are used (None: full text only).
     """
     sql_params: dict[str, Any] = {

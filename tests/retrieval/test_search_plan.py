@@ -87,7 +87,7 @@ def test_each_candidates_vector_is_read_once_under_the_tenant_role(make_memory, 
 
 
 def test_under_the_tenant_role_the_search_still_uses_its_indexes_and_the_role_comes_back(make_memory, api):
-    # A row policy forbids evaluating a non-leakproof operator (@@, <=>) before the policy, so
+    # A row policy forbids evaluating a non-leakproof qual (@@) before the policy, so
     # under the tenant role the GIN lookup became a scan of the user's rows; the search leaves
     # the role for its statement and puts it back.
     drafts = [services.MemoryDraft(user_id="alice", content=f"Alice note {n} about lunch.") for n in range(400)]
