@@ -259,7 +259,13 @@ class Embedding(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["memory", "model"], name="embedding_unique_memory_model")]
-        indexes = [models.Index(fields=["model", "project", "user_id"], name="embedding_owner")]
+        indexes = [
+            models.Index(fields=["model", "project", "user_id"], name="embedding_owner"),
+            # With embedding_owner, the search's "user's own or project-scope" filter is a
+            # BitmapOr of two index scans: a user with few memories gets an exact scan of just
+            # their rows (LoCoMo, ~200 a user: 1.5 -> 0.2 ms) instead of a scan of the project's.
+            models.Index(fields=["model", "project"], condition=Q(scope="project"), name="embedding_project_scope"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.memory_id} @ {self.model}"
