@@ -28,7 +28,7 @@ import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 
 import numpy as np
@@ -112,10 +112,13 @@ class Background:
 
     def standout(self, cosine: float, rows: slice) -> float:
         """The largest ``(cosine - mean) / std`` over the query vectors in ``rows``."""
-        mean, std = self.mean[rows], self.std[rows]
-        if mean.size == 0:
-            return 0.0
-        return float(np.max((cosine - mean) / std))
+        # Plain floats: called for every candidate (~50 a search) on one or two query vectors,
+        # where numpy's per-call overhead was most of the scoring stage (0.76 ms a search).
+        return max(((cosine - mean) / std for mean, std in self._pairs[rows]), default=0.0)
+
+    @cached_property
+    def _pairs(self) -> list[tuple[float, float]]:
+        return list(zip(self.mean.tolist(), self.std.tolist(), strict=True))
 
 
 _background_lock = threading.Lock()
