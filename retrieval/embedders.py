@@ -10,6 +10,7 @@ imported on first use, not at import time.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
@@ -485,6 +486,13 @@ def _openai_embedder_from_settings(model: str) -> OpenAIEmbedder:
 
 
 _health: tuple[float, str] = (0.0, "")
+
+
+def warm_queries() -> None:
+    """Build the query route's session now (the local model's int8 session: ~0.4 s to rewrite and
+    load) by embedding one short query; a failure is left for the first request to meet."""
+    with contextlib.suppress(Exception):
+        get_embedder().embed_queries(["warm up"])
 
 
 def embedder_health() -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memories.models import ApiKey
+from retrieval.embedders import LOCAL_MODEL_NAME, embedder_for_model, reset_embedder_cache
 from retrieval.models import RetrievalLog
 
 
@@ -12,9 +13,13 @@ from retrieval.models import RetrievalLog
 def test_worker_warm_up_walks_the_request_path_and_writes_nothing(api, django_assert_max_num_queries):
     from memoryhub import gunicorn_conf
 
+    reset_embedder_cache(include_local=True)  # a fresh worker: no session loaded yet
     keys_before = list(ApiKey.objects.values_list("pk", "last_used_at"))
     with django_assert_max_num_queries(10) as captured:
         gunicorn_conf.post_worker_init(worker=None)
+    # Both routes' sessions are built before the first request (the query route's took ~0.4 s
+    # in a worker's first retrieve when only the batch one was warmed).
+    assert {(1, False), (1, True)} <= set(embedder_for_model(LOCAL_MODEL_NAME)._loaded)
     statements = " ".join(query["sql"] for query in captured.captured_queries)
     assert "memories_apikey" in statements  # the key lookup ran (and found nothing)
     assert "query_lexemes" in statements  # so did the hybrid statement
