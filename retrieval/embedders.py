@@ -78,7 +78,7 @@ class Embedder(Protocol):
 
     def embed_queries(self, texts: Sequence[str]) -> Vectors:
         """``embed`` for a search's few query texts, by the model's fastest route for one short
-        call; each row within cosine 0.999 of ``embed``'s (stored vectors always come from ``embed``)."""
+        call; each row within cosine 0.98 of ``embed``'s (stored vectors always come from ``embed``)."""
         ...
 
 
