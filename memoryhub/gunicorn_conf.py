@@ -40,9 +40,10 @@ def post_worker_init(worker: Any) -> None:
     """Warm start: a worker's first retrieve as fast as its second (issue 13, item 4).
 
     Before taking requests: load the embedding model (its batch and query sessions), the token
-    encoding and the relevance background (about a second each), then send one request through the whole stack in
-    process, which imports every URL's views and schemas (about a second more, measured as the
-    first calls of `bench_retrieve`), and run the hybrid statement once on an empty project.
+    encoding and the relevance background (about a second each), then send one request through
+    the whole stack in process, which imports every URL's views and schemas (about a second
+    more, measured as the first calls of `bench_retrieve`), and run the hybrid statement once on
+    an empty project.
     """
     from retrieval.embedders import embedder_health, warm_queries
     from retrieval.relevance import warm_up
