@@ -165,9 +165,8 @@ class LocalEmbedder:
 
     def load(self) -> None:
         """Load the model now (e.g. at worker start-up) instead of on the first ``embed``."""
-        self._model(1, False)
-        self._model(1, self.int8_queries)
-        self._model(self.threads(), False)
+        for threads, int8 in {(1, False), (1, self.int8_queries), (self.threads(), False)}:
+            self._model(threads, int8)
 
     def threads(self) -> int:
         """Intra-op threads for batches: the constructor's, MEMORYHUB_EMBED_THREADS, or the usable CPUs."""

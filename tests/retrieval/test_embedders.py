@@ -287,10 +287,11 @@ QUESTIONS_AND_MEMORIES = [
 
 
 def test_queries_run_on_int8_products_within_cosine_0_98_of_the_stored_vectors(local: LocalEmbedder) -> None:
+    fresh = LocalEmbedder()
+    queried = np.vstack([fresh.embed_queries([text]) for text in QUESTIONS_AND_MEMORIES])
     stored = local.embed(QUESTIONS_AND_MEMORIES)
-    queried = np.vstack([local.embed_queries([text]) for text in QUESTIONS_AND_MEMORIES])
 
-    assert (1, True) in local._loaded  # the int8 session, beside the float32 ones
+    assert set(fresh._loaded) == {(1, True)}  # queries built and used the int8 session alone
     np.testing.assert_allclose(np.linalg.norm(queried, axis=1), 1.0, atol=1e-5)
     similarity = (stored * queried).sum(axis=1)
     one_word = [len(text.split()) == 1 for text in QUESTIONS_AND_MEMORIES]
