@@ -31,7 +31,7 @@ from memories.models import (
 )
 from memoryhub.redis import redis_client
 from retrieval.models import KeywordStats, RetrievalLog
-from retrieval.vector_cache import cache_key
+from retrieval.vector_cache import cache_key, cache_names
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ def _delete(queryset: Any) -> int:
 def _drop_cached(conversation_ids: Iterable[Any], texts: list[str], models: set[str]) -> int:
     """Session tails and cached text vectors; Redis being down leaves them to expire (TTLs)."""
     keys = [session_key(c) for c in conversation_ids]
-    keys += [cache_key(model, text) for model in models for text in texts]
+    keys += [cache_key(name, text) for model in models for name in cache_names(model) for text in texts]
     if not keys:
         return 0
     try:

@@ -16,6 +16,7 @@ import os
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -41,6 +42,8 @@ LOCAL_MAX_TOKENS = 256  # the model's max_seq_length; longer texts are truncated
 LOCAL_BATCH_SIZE = 32
 # Calls with at most this many texts (a query, with its conversation context) run on one thread.
 QUERY_TEXTS = 2
+# Appended to the model name in the vector cache's keys for vectors of the int8 route.
+INT8_ROUTE = ":int8"
 TOKENIZER_PATH = Path(__file__).parent / "data" / "all-MiniLM-L6-v2-tokenizer.json"
 MPNET_MODEL_NAME = mpnet.MODEL_NAME
 
@@ -77,8 +80,9 @@ class Embedder(Protocol):
         ...
 
     def embed_queries(self, texts: Sequence[str]) -> Vectors:
-        """``embed`` for a search's few query texts, by the model's fastest route for one short
-        call; each row within cosine 0.98 of ``embed``'s (stored vectors always come from ``embed``)."""
+        """``embed`` for a search's few query texts. The local models give exactly ``embed``'s
+        vectors; an embedder may take a faster route for one short call, each row within cosine
+        0.98 of ``embed``'s (stored vectors always come from ``embed``)."""
         ...
 
 
@@ -108,12 +112,19 @@ class LocalEmbedder:
 
     The model loads on the first ``embed`` call, once per process (a forked child loads its
     own copy: onnxruntime's thread pools do not survive ``fork``). Safe to call from threads.
+
+    Every text runs alone through the model with its weight products on int8 kernels
+    (``onnx_int8``): int8 quantises each run's activations on one range, so in a padded batch a
+    text's vector would depend on its neighbours; alone, a text always gets the same vector, as
+    a memory and as a query. Many texts are spread over ``threads()`` worker threads, each run
+    on one core. ``int8=False`` keeps the model's float32 products, in padded batches of
+    ``batch_size``, shortest first (DECISIONS.md, "One int8 route for every text").
     """
 
     name = LOCAL_MODEL_NAME
     dimension = LOCAL_DIMENSION
-    # embed_queries runs the weight products in int8 (``onnx_int8``).
-    int8_queries = True
+    # The weight products run in int8 (``onnx_int8``), every text alone.
+    int8 = True
 
     def __init__(
         self,
@@ -124,6 +135,7 @@ class LocalEmbedder:
         batch_size: int = LOCAL_BATCH_SIZE,
         max_tokens: int = LOCAL_MAX_TOKENS,
         threads: int | None = None,
+        int8: bool | None = None,
     ) -> None:
         if batch_size < 1 or max_tokens < 3:
             raise ValueError("batch_size must be >= 1 and max_tokens >= 3")
@@ -133,28 +145,58 @@ class LocalEmbedder:
         self.batch_size = batch_size
         self.max_tokens = max_tokens
         self._threads = threads
+        self.int8 = type(self).int8 if int8 is None else int8
         # One session per (thread count, int8 products), for this process: see embed().
         self._loaded: dict[tuple[int, bool], _LoadedModel] = {}
         self._lock = threading.Lock()
+        self._workers: tuple[int, int, ThreadPoolExecutor] | None = None
+
+    @property
+    def cache_name(self) -> str:
+        """The name its vectors are cached under (``vector_cache``): the two routes differ."""
+        return f"{self.name}{INT8_ROUTE}" if self.int8 else self.name
+
+    @property
+    def one_at_a_time(self) -> bool:
+        """Whether every text runs alone (int8 products, or a batch size of one)."""
+        return self.int8 or self.batch_size == 1
 
     def embed(self, texts: Sequence[str]) -> Vectors:
-        """Embed ``texts``, shortest first in batches (less padding), rows back in input order."""
-        # One or two texts run on one thread: a second saves nothing on so little work. Batches
-        # use every configured thread.
-        return self._embed(texts, threads=1 if len(texts) <= QUERY_TEXTS else self.threads(), int8=False)
-
-    def embed_queries(self, texts: Sequence[str]) -> Vectors:
-        """A search's query texts on one thread with int8 products (``onnx_int8``): about twice
-        as fast as ``embed`` for a question, while the other core runs the search's full-text
-        half (the engine overlaps them). Many texts go to ``embed``: a batch gains nothing."""
-        if len(texts) > QUERY_TEXTS or not self.int8_queries:
-            return self.embed(texts)
-        return self._embed(texts, threads=1, int8=True)
-
-    def _embed(self, texts: Sequence[str], *, threads: int, int8: bool) -> Vectors:
+        """Embed ``texts``, rows in input order: one at a time over the worker threads, or
+        (float32) in padded batches on every thread."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        model = self._model(threads, int8)
+        if self.one_at_a_time:
+            return self._embed_alone(texts)
+        # One or two texts run on one thread: a second saves nothing on so little work. Batches
+        # use every configured thread.
+        return self._embed_batches(texts, threads=1 if len(texts) <= QUERY_TEXTS else self.threads())
+
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        """The same vectors as ``embed``: a search's query is embedded as its memories are."""
+        return self.embed(texts)
+
+    def _embed_alone(self, texts: Sequence[str]) -> Vectors:
+        model = self._model(1, self.int8)
+        token_ids = [encoding.ids for encoding in model.tokenizer.encode_batch(list(texts))]
+        workers = 1 if len(texts) <= QUERY_TEXTS else min(self.threads(), len(texts))
+        if workers == 1:
+            return np.vstack([self._embed_batch(model, [ids]) for ids in token_ids])
+        # onnxruntime's run is thread-safe and releases the GIL: one text per task, each on one core.
+        rows = self._worker_pool(workers).map(lambda ids: self._embed_batch(model, [ids]), token_ids)
+        return np.vstack(list(rows))
+
+    def _worker_pool(self, workers: int) -> ThreadPoolExecutor:
+        """This process's worker threads (made anew after a fork, or for another thread count)."""
+        with self._lock:
+            pool = self._workers
+            if pool is None or pool[:2] != (os.getpid(), workers):
+                pool = self._workers = (os.getpid(), workers, ThreadPoolExecutor(workers, thread_name_prefix="embed"))
+            return pool[2]
+
+    def _embed_batches(self, texts: Sequence[str], *, threads: int) -> Vectors:
+        """float32 products in padded batches, shortest first (less padding)."""
+        model = self._model(threads, False)
         encodings = model.tokenizer.encode_batch(list(texts))
         order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
         result = np.empty((len(texts), self.dimension), dtype=np.float32)
@@ -165,7 +207,7 @@ class LocalEmbedder:
 
     def load(self) -> None:
         """Load the model now (e.g. at worker start-up) instead of on the first ``embed``."""
-        for threads, int8 in {(1, False), (1, self.int8_queries), (self.threads(), False)}:
+        for threads, int8 in {(1, self.int8)} if self.one_at_a_time else {(1, False), (self.threads(), False)}:
             self._model(threads, int8)
 
     def threads(self) -> int:
@@ -261,8 +303,9 @@ class MpnetEmbedder(LocalEmbedder):
 
     name = MPNET_MODEL_NAME
     dimension = mpnet.DIMENSION
-    # Built by onnxruntime's quantize_dynamic (MatMulInteger already): nothing to rewrite.
-    int8_queries = False
+    # Built by onnxruntime's quantize_dynamic (MatMulInteger already): nothing to rewrite. Its
+    # texts run one at a time all the same (batch_size 1, below).
+    int8 = False
 
     def __init__(
         self,

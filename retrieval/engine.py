@@ -38,7 +38,7 @@ from retrieval.memory_vectors import active_model
 from retrieval.models import RetrievalLog
 from retrieval.packing import PackItem, pack
 from retrieval.search import Candidate, SearchParams, hybrid_search
-from retrieval.vector_cache import embed_texts
+from retrieval.vector_cache import cache_name, embed_texts
 
 log = logging.getLogger(__name__)
 
@@ -330,7 +330,7 @@ class ProjectCache:
 
     @property
     def name(self) -> str:
-        return f"{self.embedder.name}@project:{self.project_id}"
+        return f"{cache_name(self.embedder)}@project:{self.project_id}"
 
     @property
     def dimension(self) -> int:

@@ -15,7 +15,7 @@ import numpy as np
 import redis
 
 from memoryhub.redis import redis_client
-from retrieval.embedders import Embedder, Vectors
+from retrieval.embedders import INT8_ROUTE, Embedder, Vectors
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +26,17 @@ def cache_key(model: str, text: str) -> str:
     return f"memoryhub:emb:{model}:{hashlib.sha256(text.encode()).hexdigest()}"
 
 
+def cache_name(embedder: Embedder) -> str:
+    """The name an embedder's vectors are cached under: its model's, with the route when the model
+    has more than one (``LocalEmbedder.cache_name``), so a float32 vector is not served for int8."""
+    return str(getattr(embedder, "cache_name", embedder.name))
+
+
+def cache_names(model: str) -> tuple[str, ...]:
+    """Every name ``model``'s vectors may be cached under, one per route (erasure drops them all)."""
+    return (model, f"{model}{INT8_ROUTE}")
+
+
 def embed_texts(texts: Sequence[str], *, embedder: Embedder) -> Vectors:
     """Embed ``texts`` with a Redis cache by (model, text hash): a text is embedded once.
 
@@ -33,7 +44,7 @@ def embed_texts(texts: Sequence[str], *, embedder: Embedder) -> Vectors:
     """
     if not texts:
         return np.zeros((0, embedder.dimension), dtype=np.float32)
-    keys = [cache_key(embedder.name, text) for text in texts]
+    keys = [cache_key(cache_name(embedder), text) for text in texts]
     try:
         cached: list[Any] = list(redis_client().mget(keys))
     except redis.RedisError:

@@ -10,8 +10,9 @@ from django.core.management import call_command
 from capture.models import CaptureJob
 from memories.models import Conversation, Embedding, Memory, MemoryEdge, Message, ScratchpadEntry
 from memoryhub.redis import redis_client
+from retrieval.embedders import LOCAL_MODEL_NAME, embedder_for_model
 from retrieval.models import RetrievalLog
-from retrieval.vector_cache import cache_key
+from retrieval.vector_cache import cache_key, cache_name
 
 
 def leave_traces(api, user_id: str) -> dict[str, str]:
@@ -53,7 +54,7 @@ def test_delete_user_erases_every_row_of_theirs_and_reports_counts(api, other_ap
     before = rows(api.project, "alice")
     assert all(before.values()), before
     bob, alice_elsewhere = rows(api.project, "bob"), rows(other_api.project, "alice")
-    key = cache_key("all-MiniLM-L6-v2", "alice keeps two hives.")
+    key = cache_key(cache_name(embedder_for_model(LOCAL_MODEL_NAME)), "alice keeps two hives.")
     assert redis_client().exists(key)
 
     response = api.delete("/users/alice")

@@ -102,7 +102,7 @@ def test_batched_embedding_equals_one_text_at_a_time(local: LocalEmbedder) -> No
 
 
 def test_rows_follow_input_order_although_batches_are_sorted_by_length() -> None:
-    small_batches = LocalEmbedder(batch_size=2)
+    small_batches = LocalEmbedder(int8=False, batch_size=2)
     texts = sorted(TEXTS, key=len, reverse=True) + ["a medium length sentence about cats"]
 
     vectors = small_batches.embed(texts)
@@ -263,8 +263,8 @@ def test_resetting_the_cache_rebuilds_remote_embedders_but_keeps_the_loaded_loca
     assert embedder_for_model("some-remote-embedding-model") is not remote
 
 
-def test_a_query_runs_on_one_thread_and_a_batch_on_all_with_the_same_vectors():
-    embedder = LocalEmbedder(threads=2)
+def test_float32_batches_use_every_thread_and_one_or_two_texts_one():
+    embedder = LocalEmbedder(int8=False, threads=2)
     alone = embedder.embed(["Alice deploys with Kubernetes."])
     batch = embedder.embed(["Alice deploys with Kubernetes.", "Bob likes tea.", "Carol writes Go."])
     assert sorted(embedder._loaded) == [(1, False), (2, False)]  # a session per thread count, each loaded once
@@ -286,27 +286,36 @@ QUESTIONS_AND_MEMORIES = [
 ]
 
 
-def test_queries_run_on_int8_products_within_cosine_0_98_of_the_stored_vectors(local: LocalEmbedder) -> None:
-    fresh = LocalEmbedder()
-    queried = np.vstack([fresh.embed_queries([text]) for text in QUESTIONS_AND_MEMORIES])
-    stored = local.embed(QUESTIONS_AND_MEMORIES)
+def test_a_text_gets_one_vector_alone_in_a_batch_over_threads_and_as_a_query() -> None:
+    """int8 quantises a run's activations on one range: each text runs alone, so its vector does
+    not depend on its neighbours, the worker thread that ran it, or the route (memory or query)."""
+    embedder = LocalEmbedder(threads=2)
+    texts = QUESTIONS_AND_MEMORIES * 3  # enough to go to the worker threads
 
-    assert set(fresh._loaded) == {(1, True)}  # queries built and used the int8 session alone
-    np.testing.assert_allclose(np.linalg.norm(queried, axis=1), 1.0, atol=1e-5)
-    similarity = (stored * queried).sum(axis=1)
-    one_word = [len(text.split()) == 1 for text in QUESTIONS_AND_MEMORIES]
-    assert similarity[~np.array(one_word)].min() >= 0.98
+    batch = embedder.embed(texts)
+    alone = np.vstack([embedder.embed([text]) for text in QUESTIONS_AND_MEMORIES])
+    queried = np.vstack([embedder.embed_queries([text]) for text in QUESTIONS_AND_MEMORIES])
+
+    assert set(embedder._loaded) == {(1, True)}  # one session, the int8 one, on one thread per run
+    n = len(QUESTIONS_AND_MEMORIES)
+    for copy in range(3):
+        np.testing.assert_array_equal(batch[copy * n : (copy + 1) * n], alone)
+    np.testing.assert_array_equal(queried, alone)
+    np.testing.assert_allclose(np.linalg.norm(batch, axis=1), 1.0, atol=1e-5)
+
+
+def test_the_int8_route_is_within_cosine_0_98_of_the_float32_products() -> None:
+    int8 = LocalEmbedder().embed(QUESTIONS_AND_MEMORIES)
+    float32 = LocalEmbedder(int8=False).embed(QUESTIONS_AND_MEMORIES)
+
+    similarity = (int8 * float32).sum(axis=1)
+    one_word = np.array([len(text.split()) == 1 for text in QUESTIONS_AND_MEMORIES])
+    assert similarity[~one_word].min() >= 0.98
     assert np.median(similarity) >= 0.99
     assert similarity.min() >= 0.95  # "ok": one word rounds the most
     assert similarity.max() < 1 - 1e-6  # really another route: int8 activations round differently
-    # ... and it ranks as the stored vectors do: each text's nearest stored vector is its own.
-    assert list((queried @ stored.T).argmax(axis=1)) == list(range(len(QUESTIONS_AND_MEMORIES)))
-
-
-def test_a_batch_of_queries_goes_to_the_float32_route(local: LocalEmbedder) -> None:
-    texts = QUESTIONS_AND_MEMORIES[:5]
-
-    np.testing.assert_allclose(local.embed_queries(texts), local.embed(texts), atol=1e-5)
+    # ... and it ranks as float32 does: each text's nearest float32 vector is its own.
+    assert list((int8 @ float32.T).argmax(axis=1)) == list(range(len(QUESTIONS_AND_MEMORIES)))
 
 
 def test_the_int8_rewrite_runs_the_packaged_int8_matrices_with_their_own_scales() -> None:
@@ -344,4 +353,5 @@ def test_the_int8_rewrite_runs_the_packaged_int8_matrices_with_their_own_scales(
 
 
 def test_the_mpnet_embedder_keeps_its_one_route() -> None:
-    assert MpnetEmbedder.int8_queries is False
+    assert MpnetEmbedder.int8 is False
+    assert MpnetEmbedder(threads=2).one_at_a_time  # its own int8 model: each text alone, too

@@ -11,7 +11,8 @@ MemoryHub is timed two ways, both in process like the peer's ``Memory.search()``
 - ``api``: ``POST /api/v1/retrieve`` through Django's test client (authentication, row security,
   validation, serialisation and the retrieval log included), as ``eval_retrieval`` measures.
 Add rate: corpus lines per second through ``memory_bulk_create`` and the embedding of every memory
-(what ``POST /memories/bulk`` and the worker do), against mem0's ``add(..., infer=False)``.
+(what ``POST /memories/bulk`` and the worker do), against mem0's ``add(..., infer=False)``; on both
+sides the embedding model is loaded before the clock starts.
 Query vectors are never served from the cache: each pass embeds its questions afresh.
 """
 
@@ -37,6 +38,7 @@ from evaluation.management.commands.eval_retrieval import eval_project
 from memories import services
 from memories.models import Project
 from memoryhub.redis import redis_client
+from retrieval.embedders import LocalEmbedder, get_embedder
 from retrieval.engine import RetrieveRequest, retrieve
 
 VARIANTS = {
@@ -101,6 +103,10 @@ class Command(BaseCommand):
 def measure_memoryhub(dataset: Dataset, *, log: Any) -> dict[str, Any]:
     """Load the corpus (timed, embedding included) and ask every case through the engine and the API."""
     _forget_vectors("memoryhub:emb:*")  # nothing cached from an earlier run: memories and questions embed afresh
+    # The model loads before the clock starts, as the peer's does (Memory.from_config, untimed)
+    # and as a web worker's does at start-up (gunicorn_conf).
+    if isinstance(embedder := get_embedder(), LocalEmbedder):
+        embedder.load()
     started = time.perf_counter()
     project, ids = eval_project(dataset, reuse=False, log=log)
     add_s = time.perf_counter() - started

@@ -1,0 +1,27 @@
+"""The vector cache keeps each route of a model apart: a float32 vector is never served for int8."""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+
+from memoryhub.redis import redis_client
+from retrieval.embedders import INT8_ROUTE, LOCAL_MODEL_NAME, LocalEmbedder
+from retrieval.vector_cache import cache_key, cache_names, embed_texts
+
+
+def test_each_route_of_the_local_model_caches_its_own_vectors() -> None:
+    text = f"Each route keeps its own vector ({uuid.uuid4().hex})."
+    float32, int8 = LocalEmbedder(int8=False), LocalEmbedder()
+
+    first = embed_texts([text], embedder=float32)
+    second = embed_texts([text], embedder=int8)
+
+    np.testing.assert_array_equal(second, int8.embed([text]))  # not the float32 vector cached first
+    assert not np.array_equal(first, second)
+    keys = [cache_key(name, text) for name in cache_names(LOCAL_MODEL_NAME)]
+    assert keys == [cache_key(LOCAL_MODEL_NAME, text), cache_key(LOCAL_MODEL_NAME + INT8_ROUTE, text)]
+    assert redis_client().exists(*keys) == 2
+    np.testing.assert_array_equal(embed_texts([text], embedder=int8), second)  # now from the cache
+    redis_client().delete(*keys)
