@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from django.conf import settings
@@ -28,6 +29,9 @@ from retrieval.queueing import queue_embedding
 from retrieval.vector_cache import embed_texts
 
 log = logging.getLogger(__name__)
+
+# Memories written per transaction while the next ones embed (embed_memories).
+STORE_CHUNK = 64
 
 
 def default_model_name() -> str:
@@ -71,19 +75,36 @@ def store_vectors(memories: Sequence[Memory], vectors: Vectors, *, model: str) -
 def embed_memories(memories: Sequence[Memory], *, model: str | None = None) -> int:
     """Embed memories (with their project's active model, or ``model``) and store the vectors.
 
-    Marks them ``ready``. Raises EmbedderError, leaving them as they were, when the
-    embedder fails. Returns how many were embedded.
+    Marks them ``ready``, a slice of ``STORE_CHUNK`` at a time: while one slice is written, the
+    next one embeds on another thread (the writes are Postgres's work and Python's, the
+    embedding onnxruntime's or the remote embedder's). Raises EmbedderError when the embedder
+    fails, leaving the memories not yet stored as they were. Returns how many were embedded.
     """
     by_model: dict[str, list[Memory]] = {}
     for memory in memories:
         by_model.setdefault(model or active_model(memory.project), []).append(memory)
     for name, group in by_model.items():
-        vectors = embed_texts([m.content for m in group], embedder=embedder_for_model(name))
-        with transaction.atomic():
-            store_vectors(group, vectors, model=name)
-            if model is None or all(name == active_model(m.project) for m in group):
-                _mark_ready(group)
+        embedder = embedder_for_model(name)
+        chunks = [group[start : start + STORE_CHUNK] for start in range(0, len(group), STORE_CHUNK)]
+        mark_ready = model is None or all(name == active_model(m.project) for m in group)
+        if len(chunks) == 1:
+            _store(chunks[0], embed_texts([m.content for m in group], embedder=embedder), model=name, ready=mark_ready)
+            continue
+        with ThreadPoolExecutor(1, thread_name_prefix="embed-ahead") as ahead:
+            pending = ahead.submit(embed_texts, [m.content for m in chunks[0]], embedder=embedder)
+            for index, chunk in enumerate(chunks):
+                vectors = pending.result()
+                if index + 1 < len(chunks):
+                    pending = ahead.submit(embed_texts, [m.content for m in chunks[index + 1]], embedder=embedder)
+                _store(chunk, vectors, model=name, ready=mark_ready)
     return len(memories)
+
+
+def _store(memories: Sequence[Memory], vectors: Vectors, *, model: str, ready: bool) -> None:
+    with transaction.atomic():
+        store_vectors(memories, vectors, model=model)
+        if ready:
+            _mark_ready(memories)
 
 
 def _mark_ready(memories: Sequence[Memory]) -> None:

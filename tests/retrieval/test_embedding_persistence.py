@@ -112,3 +112,46 @@ def test_a_batch_is_marked_ready_except_a_memory_edited_while_it_was_embedded(ap
     embed_memories(loaded)
     statuses = [Memory.objects.get(pk=m.pk).embedding_status for m in loaded]
     assert statuses == ["ready", "pending", "ready"]
+
+
+def _pending_memories(api, contents):
+    from memories import services
+
+    drafts = [services.MemoryDraft(user_id="alice", content=content) for content in contents]
+    stored = services.memory_bulk_create(project=api.project, drafts=drafts, actor="system:test")
+    Memory.objects.filter(pk__in=[m.pk for m in stored]).update(embedding_status="pending")
+    return list(Memory.objects.select_related("project").filter(pk__in=[m.pk for m in stored]).order_by("content"))
+
+
+def test_many_memories_are_stored_a_slice_at_a_time_each_with_its_own_vector(api, monkeypatch):
+    from retrieval import memory_vectors
+
+    monkeypatch.setattr(memory_vectors, "STORE_CHUNK", 4)  # three slices, the next embedding while one is written
+    memories = _pending_memories(api, [f"Alice's fact {n:02d}: she keeps {n} hives in Lyon." for n in range(10)])
+
+    assert memory_vectors.embed_memories(memories) == 10
+
+    embedder = embedders.embedder_for_model("all-MiniLM-L6-v2")
+    for memory in memories:
+        stored = Memory.objects.get(pk=memory.pk)
+        vector = Embedding.objects.get(memory_id=memory.pk).vector
+        assert stored.embedding_status == "ready"
+        assert list(vector) == pytest.approx(list(embedder.embed([memory.content])[0]), abs=1e-6)
+
+
+def test_an_embedder_failure_mid_way_keeps_the_slices_stored_and_leaves_the_rest_pending(
+    api, openai_embedder, monkeypatch
+):
+    from retrieval import memory_vectors
+    from retrieval.embedders import EmbedderError
+
+    monkeypatch.setattr(memory_vectors, "STORE_CHUNK", 2)
+    memories = _pending_memories(api, [f"Bob's fact {n}: he brews {n} kinds of tea." for n in range(5)])
+    openai_embedder.script_embeddings(None, Fault(status=500))  # the first slice embeds, the second fails
+
+    with pytest.raises(EmbedderError):
+        memory_vectors.embed_memories(memories)
+
+    statuses = [Memory.objects.get(pk=m.pk).embedding_status for m in memories]
+    assert statuses == ["ready", "ready", "pending", "pending", "pending"]
+    assert Embedding.objects.filter(memory_id__in=[m.pk for m in memories]).count() == 2

@@ -139,24 +139,33 @@ def load_dataset(options: dict[str, Any]) -> Dataset:
     return dataset
 
 
+def eval_slug(dataset: Dataset) -> str:
+    """The slug of ``dataset``'s evaluation project."""
+    return f"eval-{dataset.name}".lower().replace("_", "-")[:90]
+
+
 def eval_project(dataset: Dataset, *, reuse: bool, log: Any) -> tuple[Project, dict[str, str]]:
     """The evaluation project of ``dataset``, loaded afresh (or reused) and settled; corpus id → memory id."""
-    slug = f"eval-{dataset.name}".lower().replace("_", "-")[:90]
-    project = services.project_get_or_create(slug=slug, team_slug="eval")
+    project = services.project_get_or_create(slug=eval_slug(dataset), team_slug="eval")
     project.retrieval_rate_limit, project.hyde_enabled = 0, False  # measure the engine, not the limiter
     project.save(update_fields=["retrieval_rate_limit", "hyde_enabled"])
     if reuse and project.memories.exists():
         mapping = dict(project.memories.values_list("metadata__corpus_id", "pk"))
         settle_after_bulk_load(project.pk)
         return project, {k: str(v) for k, v in mapping.items()}
-    # A fresh load: unhook supersede chains first (Memory.supersedes is PROTECT).
-    project.memories.update(supersedes=None)
-    project.memories.all().delete()
+    clear_project(project)
     project.taxonomy = sorted({*project.taxonomy, *(i.category for i in dataset.corpus if i.category)})
     project.save(update_fields=["taxonomy"])
     ids = load_corpus(project, dataset, log=log)
     settle_after_bulk_load(project.pk)
     return project, ids
+
+
+def clear_project(project: Project) -> None:
+    """Delete the project's memories, for a fresh load (supersede chains unhooked first:
+    ``Memory.supersedes`` is PROTECT)."""
+    project.memories.update(supersedes=None)
+    project.memories.all().delete()
 
 
 def load_corpus(project: Project, dataset: Dataset, *, log: Any) -> dict[str, str]:
