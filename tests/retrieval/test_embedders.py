@@ -92,6 +92,7 @@ def test_text_longer_than_256_tokens_embeds_as_its_first_256_tokens(local: Local
 
     np.testing.assert_allclose(long_vector, first_256_tokens, atol=1e-5)
     assert np.abs(long_vector - first_128_tokens).max() > 1e-2  # the cap is 256, not the file's 128
+    np.testing.assert_array_equal(local.embed([texts[0]])[0], long_vector)  # alone (a query's path): the same cap
 
 
 def test_batched_embedding_equals_one_text_at_a_time(local: LocalEmbedder) -> None:
