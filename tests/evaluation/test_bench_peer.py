@@ -33,3 +33,20 @@ def test_bench_peer_times_the_engine_and_the_api_on_the_same_answers(tmp_path):
 def test_bench_peer_refuses_to_run_without_the_peer_environment(tmp_path):
     with pytest.raises(CommandError, match="make bench"):
         call_command("bench_peer", variant="session", bench_dir=str(BENCHMARKS), peer_python=str(tmp_path / "none"))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_second_run_starts_from_an_empty_store_as_the_first_did(tmp_path):
+    from memories.models import Memory
+
+    for run in ("first", "second"):
+        call_command(
+            "bench_peer", variant="session", bench_dir=str(BENCHMARKS), skip_peer=True, limit=4, out=str(tmp_path / run)
+        )
+    first, second = (
+        json.loads((tmp_path / run / "bench_peer-session.json").read_text()) for run in ("first", "second")
+    )
+    # The first load was deleted (and vacuumed) before the second one's clock: the same memories, once.
+    assert second["memoryhub"]["memories_added"] == first["memoryhub"]["memories_added"]
+    assert Memory.objects.filter(project__slug__startswith="eval-").count() == first["memoryhub"]["memories_added"]
+    assert second["memoryhub"]["engine"]["headline"] == first["memoryhub"]["engine"]["headline"]
