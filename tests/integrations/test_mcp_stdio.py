@@ -103,3 +103,22 @@ def test_a_wrong_key_or_project_refuses_to_start(db, args, message):
     assert done.returncode != 0
     assert message in done.stderr
     assert done.stdout == ""
+
+
+def test_the_command_builds_the_query_session_beside_the_handshake(api, monkeypatch):
+    """The int8 query session loads on a thread of its own as the server starts, not in the first search."""
+    import threading
+
+    from django.core.management import call_command
+
+    from integrations.management.commands import mcp
+    from retrieval.embedders import LOCAL_MODEL_NAME, embedder_for_model, reset_embedder_cache
+
+    reset_embedder_cache(include_local=True)  # a fresh process: no session loaded yet
+    monkeypatch.setattr(mcp.anyio, "run", lambda *args: None)  # no stdio to serve here
+
+    call_command("mcp", "--key", api.key)
+
+    for thread in [t for t in threading.enumerate() if t.name == "warm-queries"]:
+        thread.join(timeout=60)
+    assert (1, True) in embedder_for_model(LOCAL_MODEL_NAME)._loaded

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import anyio
@@ -13,6 +14,7 @@ from integrations.mcp.tools import Principal
 from memories.models import Project
 from memories.services import api_key_authenticate
 from memoryhub import row_security
+from retrieval.embedders import warm_queries
 
 
 class Command(BaseCommand):
@@ -30,7 +32,11 @@ class Command(BaseCommand):
         user_id = options["user"]
         if user_id is not None and not 1 <= len(user_id) <= 255:
             raise CommandError("--user must be 1 to 255 characters")
-        anyio.run(_serve, self._principal(options, user_id))
+        principal = self._principal(options, user_id)
+        # The query session (~0.4 s to build) loads beside the handshake instead of in the first
+        # search; a search that comes first waits for the same load, never builds a second.
+        threading.Thread(target=warm_queries, name="warm-queries", daemon=True).start()
+        anyio.run(_serve, principal)
 
     def _principal(self, options: dict[str, Any], user_id: str | None) -> Principal:
         if options["key"]:
