@@ -36,6 +36,11 @@ RRF_K = 60
 BOILERPLATE_LEXEMES = ("user", "team")
 # Measured by bench_retrieve's recall check (top 10 vs an exact search, 100k memories).
 HNSW_EF_SEARCH = 400
+# Rows the filtered HNSW walk fetches beyond the search depth, for the memory-level filters
+# applied after it when the request names no kinds or categories: status and expiry remove few
+# of the nearest rows (a superseded version, an expired one). 100k memories: the fusion statement
+# 4.5 -> 3.4 ms at p50 against twice the depth, the same candidates (DECISIONS.md, session 6).
+VECTOR_SPARE = 10
 
 # The memories a caller may see; "m" is memories_memory.
 _VISIBLE = """
@@ -128,8 +133,8 @@ query_vectors AS MATERIALIZED (
 ),
 -- Nearest neighbours per query vector through the model's HNSW index with pgvector's
 -- iterative scan (the engine sets hnsw.iterative_scan and ef_search): a filtered HNSW
--- walk that keeps going until it has enough of this user's rows. Over-fetched, then
--- the memory-level filters (status, expiry, kind, category) apply.
+-- walk that keeps going until it has enough of this user's rows. Over-fetched (vector_fetch),
+-- then the memory-level filters (status, expiry, kind, category) apply.
 nearest AS (
     SELECT qv.ord, c.id, c.d
     FROM query_vectors qv
@@ -139,7 +144,7 @@ nearest AS (
         WHERE e.model = %(model)s AND e.project_id = %(project)s
           AND (e.user_id = %(user)s OR e.scope = 'project')
         ORDER BY e.vector::vector({{dim}}) <=> qv.v
-        LIMIT %(depth)s * 2
+        LIMIT %(vector_fetch)s
     ) c
     JOIN memories_memory m ON m.id = c.id
     WHERE {_VISIBLE}
@@ -289,6 +294,7 @@ def hybrid_search(
         "kinds": list(params.kinds) if params.kinds else None,
         "categories": list(params.categories) if params.categories else None,
         "depth": params.depth,
+        "vector_fetch": vector_fetch(params),
         "max_share": params.max_keyword_share,
         "row_budget": params.keyword_row_budget,
         "keyword_weight": params.keyword_weight,
@@ -309,6 +315,12 @@ def hybrid_search(
     # Skipped words as before the split: reported when the search found anything at all.
     skipped = list(hits[0][-1]) if rows and hits else []
     return SearchResult(candidates=[_candidate(row) for row in rows], skipped_words=skipped)
+
+
+def vector_fetch(params: SearchParams) -> int:
+    """Rows the HNSW walk fetches per query vector: ``depth`` and a few spare, or twice ``depth``
+    when the request narrows kinds or categories (those filters may drop most of the nearest rows)."""
+    return params.depth * 2 if params.kinds or params.categories else params.depth + VECTOR_SPARE
 
 
 def keyword_arrays(hits: Sequence[tuple[Any, ...]]) -> dict[str, list[Any]]:

@@ -26,6 +26,7 @@ def statement_params(project_id: int) -> dict[str, Any]:
         "kinds": None,
         "categories": None,
         "depth": 50,
+        "vector_fetch": 60,
         "max_share": 0.1,
         "row_budget": 1000,
         "keyword_weight": 1.0,
@@ -130,3 +131,13 @@ def test_a_users_vectors_can_be_read_alone_by_index_not_by_a_scan_of_the_project
     assert "BitmapOr" in plan
     assert "Bitmap Index Scan on embedding_owner" in plan
     assert "Bitmap Index Scan on embedding_project_scope" in plan
+
+
+def test_the_walk_fetches_a_few_spare_rows_or_twice_the_depth_when_kinds_or_categories_narrow_it():
+    from retrieval.search import VECTOR_SPARE, SearchParams, vector_fetch
+
+    plain = SearchParams(project_id=1, user_id="alice", query="q", model="m", vectors=None, depth=50)
+    assert vector_fetch(plain) == 50 + VECTOR_SPARE
+    assert vector_fetch(SearchParams(**{**plain.__dict__, "kinds": ["preference"]})) == 100
+    assert vector_fetch(SearchParams(**{**plain.__dict__, "categories": ["work"]})) == 100
+    assert "LIMIT %(vector_fetch)s" in FUSION_SQL

@@ -35,7 +35,7 @@ from memories import services
 from memories.models import Embedding, EmbeddingStatus, Memory, Project
 from retrieval.embedders import LOCAL_MODEL_NAME, embedder_for_model
 from retrieval.keyword_stats import refresh_keyword_stats, settle_after_bulk_load
-from retrieval.search import HNSW_EF_SEARCH, search_settings
+from retrieval.search import HNSW_EF_SEARCH, VECTOR_SPARE, search_settings
 from retrieval.vector_cache import embed_texts
 
 USERS = 10
@@ -81,13 +81,13 @@ class Command(BaseCommand):
         self.stdout.write(json.dumps(report, indent=2))
 
 
-# The engine's vector stage: the filtered HNSW walk fetches depth * 2 rows (relaxed order,
-# so the walk may yield them slightly out of order), then ranks them by exact distance.
-HNSW_TOP10 = """
+# The engine's vector stage: the filtered HNSW walk fetches depth (50) + VECTOR_SPARE rows
+# (relaxed order, so the walk may yield them slightly out of order), then ranks them by exact distance.
+HNSW_TOP10 = f"""
 WITH walk AS MATERIALIZED (
     SELECT memory_id, vector::vector(384) <=> %(q)s::vector(384) AS d FROM memories_embedding
     WHERE model = %(model)s AND project_id = %(project)s AND (user_id = %(user)s OR scope = 'project')
-    ORDER BY vector::vector(384) <=> %(q)s::vector(384) LIMIT 100
+    ORDER BY vector::vector(384) <=> %(q)s::vector(384) LIMIT {50 + VECTOR_SPARE}
 )
 SELECT memory_id, d FROM walk ORDER BY d LIMIT 10
 """
