@@ -79,12 +79,6 @@ class Embedder(Protocol):
         """Shape (len(texts), dimension), float32, every row L2-normalised; rows follow ``texts``."""
         ...
 
-    def embed_queries(self, texts: Sequence[str]) -> Vectors:
-        """``embed`` for a search's few query texts. The local models give exactly ``embed``'s
-        vectors; an embedder may take a faster route for one short call, each row within cosine
-        0.98 of ``embed``'s (stored vectors always come from ``embed``)."""
-        ...
-
 
 def l2_normalise(vectors: npt.NDArray[Any]) -> Vectors:
     """Rows scaled to unit length, as float32 (rows of zeros stay zero)."""
@@ -171,10 +165,6 @@ class LocalEmbedder:
         # One or two texts run on one thread: a second saves nothing on so little work. Batches
         # use every configured thread.
         return self._embed_batches(texts, threads=1 if len(texts) <= QUERY_TEXTS else self.threads())
-
-    def embed_queries(self, texts: Sequence[str]) -> Vectors:
-        """The same vectors as ``embed``: a search's query is embedded as its memories are."""
-        return self.embed(texts)
 
     def _embed_alone(self, texts: Sequence[str]) -> Vectors:
         model = self._model(1, self.int8)
@@ -410,10 +400,6 @@ class OpenAIEmbedder:
         chunks = [self._request(list(texts[i : i + self.batch_size])) for i in range(0, len(texts), self.batch_size)]
         return np.concatenate(chunks, axis=0)
 
-    def embed_queries(self, texts: Sequence[str]) -> Vectors:
-        """The same as ``embed``: a remote model has one route."""
-        return self.embed(texts)
-
     def _client(self) -> OpenAI:
         return openai_client(base_url=self.base_url, api_key=self._api_key)
 
@@ -535,10 +521,10 @@ _health: tuple[float, str] = (0.0, "")
 
 
 def warm_queries() -> None:
-    """Build the query route's session now (the local model's int8 session: ~0.4 s to rewrite and
+    """Build the session a query runs on now (the local model's int8 session: ~0.4 s to rewrite and
     load) by embedding one short query; a failure is left for the first request to meet."""
     with contextlib.suppress(Exception):
-        get_embedder().embed_queries(["warm up"])
+        get_embedder().embed(["warm up"])
 
 
 def embedder_health() -> str:

@@ -322,8 +322,7 @@ def embed_queries(texts: Sequence[str], *, model: str, project_id: int, trace: T
 
 @dataclass(frozen=True)
 class ProjectCache:
-    """The query route of an embedder (``Embedder.embed_queries``), its vectors cached under
-    the project's own name (see embed_queries)."""
+    """An embedder whose query vectors are cached under the project's own name (see embed_queries)."""
 
     embedder: Embedder
     project_id: int
@@ -337,10 +336,7 @@ class ProjectCache:
         return self.embedder.dimension
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self.embedder.embed_queries(texts)
-
-    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self.embedder.embed_queries(texts)
+        return self.embedder.embed(texts)
 
 
 def search(

@@ -39,7 +39,7 @@ HNSW_EF_SEARCH = 400
 # Rows the filtered HNSW walk fetches beyond the search depth, for the memory-level filters
 # applied after it when the request names no kinds or categories: status and expiry remove few
 # of the nearest rows (a superseded version, an expired one). 100k memories: the fusion statement
-# 4.5 -> 3.4 ms at p50 against twice the depth, the same candidates (DECISIONS.md, session 6).
+# 4.5 -> 3.4 ms at p50 against twice the depth, the same fused top ten (DECISIONS.md, session 6).
 VECTOR_SPARE = 10
 
 # The memories a caller may see; "m" is memories_memory.

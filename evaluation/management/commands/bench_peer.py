@@ -12,7 +12,8 @@ MemoryHub is timed two ways, both in process like the peer's ``Memory.search()``
   validation, serialisation and the retrieval log included), as ``eval_retrieval`` measures.
 Add rate: corpus lines per second through ``memory_bulk_create`` and the embedding of every memory
 (what ``POST /memories/bulk`` and the worker do), against mem0's ``add(..., infer=False)``; on both
-sides the embedding model is loaded before the clock starts.
+sides the embedding model is loaded before the clock starts, and an earlier run's load is deleted
+and vacuumed first (the peer's store starts empty).
 Query vectors are never served from the cache: each pass embeds its questions afresh.
 """
 
