@@ -28,7 +28,7 @@ from django.utils import timezone
 from conversations.window import clean_window, render_window
 from memories.models import Memory, MemoryEdge, Project, Status
 from memories.selectors import memories_by_id, older_versions
-from memoryhub import after_response
+from memoryhub import deferred
 from memoryhub.errors import RateLimited
 from retrieval import cache, calibration, judge, relevance
 from retrieval.embedders import Embedder, EmbedderError, embedder_for_model
@@ -602,7 +602,8 @@ def _finish(
 
 
 def _log(project: Project, request: RetrieveRequest, trace: Trace, result: RetrieveResult) -> None:
-    """One RetrievalLog row (a hash of the query, never its text), written after the response."""
+    """One RetrievalLog row (a hash of the query, never its text), written by the deferred writer:
+    the caller does not wait for it (``memoryhub/deferred.py``)."""
     if "database" in trace.degraded:
         return
     entry = RetrievalLog(
@@ -618,11 +619,4 @@ def _log(project: Project, request: RetrieveRequest, trace: Trace, result: Retri
         timings=dict(trace.timings),
         cached=result.cached,
     )
-    after_response.defer(lambda: _write_log(entry))
-
-
-def _write_log(entry: RetrievalLog) -> None:
-    try:
-        entry.save(force_insert=True)
-    except DatabaseError:
-        log.warning("could not write the retrieval log")
+    deferred.defer(lambda: entry.save(force_insert=True))

@@ -45,6 +45,15 @@ def clean_redis() -> None:
     redis_client().flushdb()
 
 
+@pytest.fixture(autouse=True)
+def drain_deferred_writes() -> Iterator[None]:
+    """Deferred writes (the retrieval log) land within their test, and leave no connection open."""
+    yield
+    from memoryhub import deferred
+
+    assert deferred.flush(30, close=True), "deferred writes still running 30 s after the test"
+
+
 @dataclass
 class ApiClient:
     """The Django test client with a Bearer key, speaking JSON."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from memories import services
 from memories.models import Memory, Project
+from memoryhub import deferred
 from retrieval import embedders, engine
 from retrieval.models import RetrievalLog
 from retrieval.tokens import count_tokens
@@ -342,3 +344,25 @@ def test_the_add_memory_tool_answers_the_stored_row_like_post_memories(api):
     tool = api.post("/tools/add_memory", {"user_id": "alice", "content": "Alice keeps three hives."}).json()
     direct = api.post("/memories", {"user_id": "alice", "content": "Alice keeps two cats."}).json()
     assert tool["embedding_status"] == direct["embedding_status"] == "ready"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_log_is_written_after_the_answer_not_before(project):
+    """Outside a transaction the caller does not wait for the log row: the deferred writer writes it."""
+    Project.objects.filter(pk=project.pk).update(retrieval_rate_limit=0)
+    project.refresh_from_db()
+    services.memory_create(
+        project=project,
+        draft=services.MemoryDraft(user_id="alice", content="Alice's favourite drink is green tea."),
+        actor="test",
+        embed_inline=True,
+    )
+    writer_busy = threading.Event()
+    deferred.defer(lambda: writer_busy.wait(10))  # the writer is held up ...
+    result = engine.retrieve(project=project, request=engine.RetrieveRequest(user_id="alice", query="green tea"))
+    assert [hit.memory.content for hit in result.memories] == ["Alice's favourite drink is green tea."]
+    assert not RetrievalLog.objects.filter(correlation_id=result.correlation_id).exists()  # ... and the answer came
+    writer_busy.set()
+    assert deferred.flush(10)
+    entry = RetrievalLog.objects.get(correlation_id=result.correlation_id)
+    assert (entry.user_id, entry.result_count) == ("alice", 1)
