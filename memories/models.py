@@ -10,7 +10,8 @@ from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
-from pgvector.django import VectorField
+
+from memories.fields import FloatVectorField
 
 DEFAULT_TAXONOMY = [
     "coding-preferences",
@@ -253,7 +254,7 @@ class Embedding(models.Model):
     scope = models.CharField(max_length=10, choices=Scope.choices)
     model = models.CharField(max_length=100)
     dimension = models.PositiveIntegerField()
-    vector = VectorField()
+    vector = FloatVectorField()
     content_hash = models.CharField(max_length=64, default="", help_text="Hash of the content it was made from")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -298,7 +299,7 @@ class Message(models.Model):
     extra = models.JSONField(default=dict, blank=True)
     correlation_id = models.CharField(max_length=100, blank=True, default="")
     embedding_model = models.CharField(max_length=100, blank=True, default="")
-    embedding = VectorField(null=True, blank=True)
+    embedding = FloatVectorField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -13,9 +13,9 @@ from typing import Any
 
 from django.db import connection
 from django.db.models import QuerySet
-from pgvector import Vector
 from pgvector.django import CosineDistance
 
+from memories.fields import vector_literal
 from memories.models import Embedding, Memory, Project
 from memories.selectors import LIVE_STATUSES, visible_q
 from retrieval.embedders import EmbedderError, embedder_for_model
@@ -131,7 +131,7 @@ def similar_memories(*, project: Project, queries: Sequence[tuple[str, str]], li
     vectors = embed_texts([text for _, text in queries], embedder=embedder_for_model(model))
     params: dict[str, Any] = {
         "owners": [user_id for user_id, _ in queries],
-        "vectors": [Vector(row).to_text() for row in vectors],
+        "vectors": [vector_literal(row) for row in vectors],
         "model": model,
         "project": project.pk,
         "limit": limit,

@@ -28,10 +28,10 @@ from typing import Any
 import numpy as np
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection, transaction
-from pgvector import Vector
 
 from evaluation.synthetic import synthetic_sentences
 from memories import services
+from memories.fields import vector_literal
 from memories.models import Embedding, EmbeddingStatus, Memory, Project
 from retrieval.embedders import LOCAL_MODEL_NAME, embedder_for_model
 from retrieval.keyword_stats import refresh_keyword_stats, settle_after_bulk_load
@@ -110,7 +110,7 @@ def vector_recall(project: Project, queries: int = 200) -> dict[str, Any]:
     matches, timings, exact_timings = 0, [], []
     for i, vector in enumerate(vectors):
         params: dict[str, Any] = {
-            "q": Vector(vector).to_text(),
+            "q": vector_literal(vector),
             "model": LOCAL_MODEL_NAME,
             "project": project.pk,
             "user": f"user-{i % USERS}",
