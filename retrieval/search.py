@@ -1,5 +1,6 @@
 """The hybrid search: full text + pgvector, fused by reciprocal rank fusion, in two SQL
-statements kept here, run in one transaction (STYLE.md: "search is one reviewable query"):
+statements kept here, each sent in one message with the search's settings (STYLE.md: "search is
+one reviewable query"):
 KEYWORD_SQL, the full-text half, which needs no query vector and so runs while the engine
 embeds the query, and FUSION_SQL, the vector half, the fusion and the exact cosines, which
 takes the full-text hits as arrays. Split in two for that overlap only (DECISIONS.md "Speed
@@ -21,8 +22,8 @@ from typing import Any
 
 import numpy as np
 from django.db import connection, transaction
-from pgvector import Vector
 
+from memories.fields import vector_literal
 from memories.models import Project
 from retrieval.embedders import embedder_for_model
 from retrieval.memory_vectors import active_model
@@ -193,36 +194,66 @@ ORDER BY f.rrf DESC, f.id
 """
 
 
+# The search's settings, one SELECT. Filtered HNSW: pgvector 0.8's iterative scan keeps walking the
+# graph until enough of the caller's rows are found; without it a per-user WHERE silently returns
+# too few. The tenant role (memoryhub/row_security.py) is left: under a row policy Postgres may not
+# evaluate a qual whose operator is not leakproof (``@@``) before the policy, so the full-text GIN
+# index could not be used and every row of the user was read (100k memories: ~50 ms a search
+# instead of ~12; the HNSW walk, an ORDER BY, was not affected). The statements name the project
+# in every table they read (``_VISIBLE``, the embedding and keyword-statistics filters). All are
+# transaction-local (``set_config(..., true)``); the first column is the role before.
+SETTINGS_SQL = """SELECT current_setting('role'),
+       set_config('statement_timeout', coalesce(%(timeout)s, current_setting('statement_timeout')), true),
+       set_config('hnsw.iterative_scan', 'relaxed_order', true),
+       set_config('hnsw.ef_search', %(ef_search)s, true),
+       set_config('role', 'none', true)"""
+
+
+def settings_params(timeout_ms: int | None) -> dict[str, str | None]:
+    """SETTINGS_SQL's parameters; ``timeout_ms`` None keeps the session's statement timeout."""
+    return {"timeout": None if timeout_ms is None else str(timeout_ms), "ef_search": str(HNSW_EF_SEARCH)}
+
+
 @contextmanager
 def search_settings(cursor: Any, *, timeout_ms: int | None = None) -> Iterator[None]:
-    """The search's settings, in one round trip, for the statements run inside the block.
+    """The search's settings (SETTINGS_SQL) for the statements run inside the block, for callers
+    that run their own statements under them (``bench_retrieve``'s exact search, the plan tests).
 
-    Filtered HNSW: pgvector 0.8's iterative scan keeps walking the graph until enough of
-    the caller's rows are found; without it a per-user WHERE silently returns too few.
-    ``timeout_ms`` None keeps the session's statement timeout. Call inside a transaction.
-
-    The tenant role (memoryhub/row_security.py) is left inside the block: under a row policy
-    Postgres may not evaluate a qual whose operator is not leakproof (``@@``) before the policy,
-    so the full-text GIN index could not be used and every row of the user was read (100k
-    memories: ~50 ms a search instead of ~12; the HNSW walk, an ORDER BY, was not affected). The statement names the
-    project in every table it reads (``_VISIBLE``, the embedding and keyword-statistics filters).
-    The role is put back explicitly when the block ends: a transaction-local setting would
-    otherwise last until an enclosing transaction ends.
+    Call inside a transaction. The role is put back explicitly when the block ends: a
+    transaction-local setting would otherwise last until an enclosing transaction ends.
     """
-    cursor.execute(
-        "SELECT current_setting('role'),"
-        " set_config('statement_timeout', coalesce(%s, current_setting('statement_timeout')), true),"
-        " set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-        " set_config('hnsw.ef_search', %s, true),"
-        " set_config('role', 'none', true)",
-        [None if timeout_ms is None else str(timeout_ms), str(HNSW_EF_SEARCH)],
-    )
+    cursor.execute(SETTINGS_SQL, settings_params(timeout_ms))
     role = cursor.fetchone()[0]
     try:
         yield
     finally:
         if role != "none":
             cursor.execute("SELECT set_config('role', %s, true)", [role])
+
+
+@contextmanager
+def _settings_scope() -> Iterator[None]:
+    """Where the search's transaction-local settings end.
+
+    Outside a transaction, each of the search's two messages (SETTINGS_SQL and a statement) is its
+    own implicit transaction: the settings end with it, the role included, even on an error; no
+    BEGIN, COMMIT or role reset to wait for. Inside one (a caller's ``atomic`` block, the tests),
+    the search runs in a savepoint that is rolled back at the end: it only reads, and the rollback
+    puts every setting back.
+    """
+    if not connection.in_atomic_block:
+        yield
+        return
+    with transaction.atomic():
+        yield
+        transaction.set_rollback(True)
+
+
+def _with_settings(cursor: Any, statement: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """``statement``'s rows, run after SETTINGS_SQL in the same message (one round trip)."""
+    cursor.execute(f"{SETTINGS_SQL};\n{statement}", params)
+    cursor.nextset()
+    return list(cursor.fetchall())
 
 
 @dataclass(frozen=True)
@@ -277,8 +308,8 @@ def hybrid_search(
     timeout_ms: int | None = None,
     pending_vectors: Callable[[], np.ndarray | None] | None = None,
 ) -> SearchResult:
-    """Full text, then vectors and the fusion, in one transaction with the search settings;
-    candidates ordered by fused RRF score.
+    """Full text, then vectors and the fusion, each statement in one message with the search's
+    settings (``_settings_scope``); candidates ordered by fused RRF score.
 
     ``pending_vectors`` (the query vectors still being computed) is waited for only after the
     full-text statement, which needs none: the engine embeds the query meanwhile (the engine on
@@ -302,16 +333,14 @@ def hybrid_search(
         "hyde_weight": params.hyde_weight,
         "query_vectors": params.query_vectors,
         "boilerplate": list(BOILERPLATE_LEXEMES),
-    }
-    with transaction.atomic(), connection.cursor() as cursor, search_settings(cursor, timeout_ms=timeout_ms):
-        cursor.execute(KEYWORD_SQL, sql_params)
-        hits = cursor.fetchall()
+    } | settings_params(timeout_ms)
+    with _settings_scope(), connection.cursor() as cursor:
+        hits = _with_settings(cursor, KEYWORD_SQL, sql_params)
         vectors = pending_vectors() if pending_vectors is not None else params.vectors
         if vectors is None:
             vectors = np.zeros((0, 1), dtype=np.float32)
-        sql_params |= keyword_arrays(hits) | {"vectors": [Vector(row).to_text() for row in vectors]}
-        cursor.execute(FUSION_SQL.format(dim=int(vectors.shape[1])), sql_params)
-        rows = cursor.fetchall()
+        sql_params |= keyword_arrays(hits) | {"vectors": [vector_literal(row) for row in vectors]}
+        rows = _with_settings(cursor, FUSION_SQL.format(dim=int(vectors.shape[1])), sql_params)
     # Skipped words as before the split: reported when the search found anything at all.
     skipped = list(hits[0][-1]) if rows and hits else []
     return SearchResult(candidates=[_candidate(row) for row in rows], skipped_words=skipped)
