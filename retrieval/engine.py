@@ -307,11 +307,13 @@ def embed_queries(texts: Sequence[str], *, model: str, project_id: int, trace: T
     """Query and hypotheses in one batch; None (full text only) when the embedder fails.
 
     Query vectors are cached per project: with one cache for everybody, the embed time in
-    ``timings_ms`` told a tenant whether another tenant had stored or asked the same text.
+    ``timings_ms`` told a tenant whether another tenant had stored or asked the same text. New
+    vectors go into the cache after the answer (``store_later``).
     """
     started = time.perf_counter()
     try:
-        vectors = embed_texts(list(texts), embedder=ProjectCache(embedder_for_model(model), project_id))
+        embedder = ProjectCache(embedder_for_model(model), project_id)
+        vectors = embed_texts(list(texts), embedder=embedder, store_later=True)
     except EmbedderError as error:
         log.warning("query embedding failed: %s", error)
         trace.degraded.append("embedder_unavailable")

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import redis
 
+from memoryhub import deferred
 from memoryhub.redis import redis_client
 from retrieval.embedders import INT8_ROUTE, Embedder, Vectors
 
@@ -37,10 +38,12 @@ def cache_names(model: str) -> tuple[str, ...]:
     return (model, f"{model}{INT8_ROUTE}")
 
 
-def embed_texts(texts: Sequence[str], *, embedder: Embedder) -> Vectors:
+def embed_texts(texts: Sequence[str], *, embedder: Embedder, store_later: bool = False) -> Vectors:
     """Embed ``texts`` with a Redis cache by (model, text hash): a text is embedded once.
 
-    Raises EmbedderError when the embedder fails; a cache outage only costs speed.
+    ``store_later`` caches the new vectors on the deferred writer (``memoryhub/deferred.py``), not
+    before returning: a query's caller waits for its vector, not for the cache. Raises
+    EmbedderError when the embedder fails; a cache outage only costs speed.
     """
     if not texts:
         return np.zeros((0, embedder.dimension), dtype=np.float32)
@@ -58,7 +61,11 @@ def embed_texts(texts: Sequence[str], *, embedder: Embedder) -> Vectors:
             result[i] = np.frombuffer(raw, dtype=np.float32)
     if fresh is not None:
         result[missing] = fresh
-        _cache_store([keys[i] for i in missing], fresh)
+        new_keys = [keys[i] for i in missing]
+        if store_later:
+            deferred.defer(lambda: _cache_store(new_keys, fresh))
+        else:
+            _cache_store(new_keys, fresh)
     return result
 
 
