@@ -12,11 +12,13 @@ import json
 import os
 import subprocess
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
+from django.db import connection, connections
 from django.test import Client
 
 from evaluation import baselines, metrics, report
@@ -26,7 +28,8 @@ from memories.models import Memory, Project
 from retrieval.keyword_stats import settle_after_bulk_load
 from retrieval.memory_vectors import embed_memories
 
-EMBED_BATCH = 512
+# Memories stored per bulk request and embedded per chunk while the next chunk is stored.
+LOAD_CHUNK = 1000
 
 
 class Command(BaseCommand):
@@ -169,28 +172,70 @@ def clear_project(project: Project) -> None:
 
 
 def load_corpus(project: Project, dataset: Dataset, *, log: Any) -> dict[str, str]:
-    """Store the corpus through the services (supersedes and links too) and embed it; corpus id → memory id."""
+    """Store the corpus through the services (supersedes and links too) and embed it; corpus id → memory id.
+
+    As the service does it: each chunk of new memories embeds on another thread (its own database
+    connection, as a Celery worker's) while the next chunk is stored (``_Embedding``).
+    """
     ids: dict[str, str] = {}
     plain = [item for item in dataset.corpus if not item.supersedes]
-    for start in range(0, len(plain), 1000):
-        chunk = plain[start : start + 1000]
-        drafts = [_draft(item) for item in chunk]
-        for item, memory in zip(
-            chunk, services.memory_bulk_create(project=project, drafts=drafts, actor="system:eval"), strict=True
-        ):
-            ids[item.id] = str(memory.pk)
-    for item in (i for i in dataset.corpus if i.supersedes):
-        old = Memory.objects.get(pk=ids[str(item.supersedes)])
-        ids[item.id] = str(services.memory_supersede(memory=old, draft=_draft(item), actor="system:eval").pk)
-    for item in dataset.corpus:
-        for link in item.links:
-            source, target = Memory.objects.get(pk=ids[item.id]), Memory.objects.get(pk=ids[link.to])
-            services.edge_link(source=source, target=target, relationship=link.relationship, actor="system:eval")
+    with _Embedding(log) as embedding:
+        for start in range(0, len(plain), LOAD_CHUNK):
+            chunk = plain[start : start + LOAD_CHUNK]
+            drafts = [_draft(item) for item in chunk]
+            memories = services.memory_bulk_create(project=project, drafts=drafts, actor="system:eval")
+            for item, memory in zip(chunk, memories, strict=True):
+                ids[item.id] = str(memory.pk)
+            embedding.add(memories)
+        for item in (i for i in dataset.corpus if i.supersedes):
+            old = Memory.objects.get(pk=ids[str(item.supersedes)])
+            ids[item.id] = str(services.memory_supersede(memory=old, draft=_draft(item), actor="system:eval").pk)
+        for item in dataset.corpus:
+            for link in item.links:
+                source, target = Memory.objects.get(pk=ids[item.id]), Memory.objects.get(pk=ids[link.to])
+                services.edge_link(source=source, target=target, relationship=link.relationship, actor="system:eval")
+    # What is not embedded yet (a superseding memory whose inline embedding failed, say).
     memories = list(project.memories.select_related("project").exclude(embedding_status="ready"))
-    for start in range(0, len(memories), EMBED_BATCH):
-        embed_memories(memories[start : start + EMBED_BATCH])
-        log(f"  embedded {min(start + EMBED_BATCH, len(memories))}/{len(memories)}")
+    for start in range(0, len(memories), LOAD_CHUNK):
+        embed_memories(memories[start : start + LOAD_CHUNK])
     return ids
+
+
+class _Embedding:
+    """Embeds the chunks given to ``add`` in order, on one thread with its own database connection
+    (closed at the end); inside a transaction (the tests' ``db``), where another connection could
+    not see the new rows, at once instead. Leaving the block waits for every chunk."""
+
+    def __init__(self, log: Any) -> None:
+        self.log = log
+        self.done = 0
+        self.pending: list[Future[int]] = []
+        self.thread = None if connection.in_atomic_block else ThreadPoolExecutor(1, thread_name_prefix="load-embed")
+
+    def add(self, memories: list[Memory]) -> None:
+        if self.thread is None:
+            self._embed(memories)
+        else:
+            self.pending.append(self.thread.submit(self._embed, memories))
+
+    def _embed(self, memories: list[Memory]) -> int:
+        embed_memories(memories)
+        self.done += len(memories)
+        self.log(f"  embedded {self.done}")
+        return len(memories)
+
+    def __enter__(self) -> _Embedding:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.thread is None:
+            return
+        try:
+            for future in self.pending:
+                future.result()
+        finally:
+            self.thread.submit(connections.close_all).result()  # the thread's own connection
+            self.thread.shutdown()
 
 
 def _draft(item: Any) -> services.MemoryDraft:
