@@ -25,10 +25,10 @@ def _template(dimension: int) -> str:
 
 def vector_literal(vector: Any) -> str:
     """pgvector's text input for ``vector`` (an array, a list or a ``Vector``): float32, nine digits."""
-    values = vector.to_numpy() if isinstance(vector, Vector) else np.asarray(vector, dtype=np.float32)
+    values = np.asarray(vector.to_numpy() if isinstance(vector, Vector) else vector, dtype=np.float32)
     if values.ndim != 1:
         raise ValueError("a vector has one dimension")
-    return _template(len(values)) % tuple(values.astype(np.float32, copy=False).tolist())
+    return _template(len(values)) % tuple(values.tolist())
 
 
 class FloatVectorField(VectorField):
