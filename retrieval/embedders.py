@@ -44,6 +44,11 @@ LOCAL_BATCH_SIZE = 32
 QUERY_TEXTS = 2
 # Appended to the model name in the vector cache's keys for vectors of the int8 route.
 INT8_ROUTE = ":int8"
+# onnxruntime fuses each residual Add and LayerNorm into one SkipLayerNormalization, whose CPU
+# kernel took ~100 us on a 37-token text where the LayerNormalization it replaces takes ~15 (ORT's
+# profiler): unfused, a LoCoMo turn embeds in 4.0 instead of 5.1 ms on one core (int8 route), 9.6
+# instead of 10.5 ms as float32 (DECISIONS.md, "The embedding's graph", issue 12, session 8).
+DISABLED_OPTIMIZERS = ["SkipLayerNormFusion"]
 TOKENIZER_PATH = Path(__file__).parent / "data" / "all-MiniLM-L6-v2-tokenizer.json"
 MPNET_MODEL_NAME = mpnet.MODEL_NAME
 
@@ -230,7 +235,10 @@ class LocalEmbedder:
             tokenizer = Tokenizer.from_file(str(tokenizer_path))
             model: str | bytes = int8_matmuls(model_path.read_bytes())[0] if int8 else str(model_path)
             session = onnxruntime.InferenceSession(
-                model, sess_options=self._session_options(threads), providers=["CPUExecutionProvider"]
+                model,
+                sess_options=self._session_options(threads),
+                providers=["CPUExecutionProvider"],
+                disabled_optimizers=DISABLED_OPTIMIZERS,
             )
         except Exception as exc:  # the bindings raise their own, undocumented exception types
             raise EmbedderError(f"cannot load the local embedding model: {exc}") from exc

@@ -345,10 +345,71 @@ def test_the_int8_rewrite_runs_the_packaged_int8_matrices_with_their_own_scales(
     assert sum(n.op_type == "Cast" for n in rewritten.graph.node) == sum(
         n.op_type == "Cast" for n in original.graph.node
     ) - len(fused)
+    nodes = original.graph.node
+    matrix_behind = {  # the Mul's output a MatMul reads -> the int8 matrix its Cast reads
+        mul.output[0]: cast.input[0]
+        for cast in nodes
+        for mul in nodes
+        if cast.op_type == "Cast" and mul.op_type == "Mul" and mul.input[0] == cast.output[0]
+    }
+    bias_of = {  # int8 matrix -> the bias the original graph adds to its product
+        matrix_behind[matmul.input[1]]: before[add.input[1]]
+        for matmul in nodes
+        if matmul.op_type == "MatMul" and matmul.input[1] in matrix_behind
+        for add in nodes
+        if add.op_type == "Add" and add.input[0] == matmul.output[0] and add.input[1] in before
+    }
+    assert len(bias_of) == 36
     for node in fused:
-        _, weights, scale = node.input
+        _, weights, scale, zero_point, bias = node.input
         np.testing.assert_array_equal(after[weights], before[weights])
         np.testing.assert_array_equal(after[scale], scale_of[weights].reshape(-1))
+        assert zero_point == ""  # symmetric weights, as before
+        np.testing.assert_array_equal(after[bias], bias_of[weights])  # the Add it replaced, folded in
+    # The six feed-forward GELUs are one node each, reading what their Div read before.
+    divided = {div.output[0]: div.input[0] for div in nodes if div.op_type == "Div"}
+    gelu_inputs = sorted(divided[erf.input[0]] for erf in nodes if erf.op_type == "Erf")
+    assert sorted(n.input[0] for n in rewritten.graph.node if n.op_type == "Gelu") == gelu_inputs
+    assert len(gelu_inputs) == 6
+    assert not any(n.op_type in ("Erf", "Div") for n in rewritten.graph.node)
+
+
+def _gelu_graph(half: float) -> bytes:
+    """y = x * (half * (1 + erf(x / sqrt 2))): GELU when ``half`` is 0.5."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    constants = [
+        numpy_helper.from_array(np.array(value, dtype=np.float32), name)
+        for name, value in (("root2", np.sqrt(2.0)), ("one", 1.0), ("half", half))
+    ]
+    nodes = [
+        helper.make_node("Div", ["x", "root2"], ["scaled"], name="div"),
+        helper.make_node("Erf", ["scaled"], ["erf"], name="erf"),
+        helper.make_node("Add", ["erf", "one"], ["plus_one"], name="plus_one"),
+        helper.make_node("Mul", ["half", "plus_one"], ["gate"], name="gate"),
+        helper.make_node("Mul", ["x", "gate"], ["y"], name="gelu"),
+    ]
+    tensor = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [4, 8]) for name in ("x", "y")]
+    graph = helper.make_graph(nodes, "gelu", [tensor[0]], [tensor[1]], constants)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return model.SerializeToString()
+
+
+@pytest.mark.parametrize("half", [0.5, 0.4])
+def test_the_gelu_rewrite_fuses_only_the_exact_formula_and_computes_the_same(half: float) -> None:
+    import math
+
+    import onnx
+    import onnxruntime
+
+    rewritten, _ = int8_matmuls(_gelu_graph(half))
+    x = np.linspace(-4, 4, 32, dtype=np.float32).reshape(4, 8)
+    (y,) = onnxruntime.InferenceSession(rewritten, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+
+    ops = [node.op_type for node in onnx.load_from_string(rewritten).graph.node]
+    assert ops == (["Gelu"] if half == 0.5 else ["Div", "Erf", "Add", "Mul", "Mul"])
+    expected = np.array([[v * half * (1 + math.erf(v / math.sqrt(2))) for v in row] for row in x.tolist()])
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-6)
 
 
 def test_the_mpnet_embedder_keeps_its_one_route() -> None:
