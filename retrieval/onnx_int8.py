@@ -17,13 +17,17 @@ either (DECISIONS.md has the LoCoMo, golden and everyday figures). Stored vector
 Two smaller rewrites follow, exact in arithmetic (issue 12, session 8): each product's bias ``Add``
 goes into the product as its bias input, and each feed-forward GELU spelt out in five nodes
 (``x * (0.5 * (1 + erf(x / sqrt 2)))``) becomes onnxruntime's one ``Gelu`` node, which computes the
-same formula. Both remove per-node overhead that a short text pays 78 times a run.
+same formula. Both remove per-node overhead that a short text pays 78 times a run. Then each
+layer's attention, exported as ~25 nodes (reshapes, transposes, two products, the additive mask
+with its NaN guard, softmax), becomes onnxruntime's ``MultiHeadAttention`` over the same query,
+key and value products, with the attention mask as its key padding mask.
 
 Imported on first use (``retrieval.embedders``); nothing is written to disk.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -32,8 +36,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 
 def int8_matmuls(model: bytes) -> tuple[bytes, int]:
-    """The model with its int8 weight products as ``DynamicQuantizeMatMul`` (with their biases) and
-    its GELUs as ``Gelu``; (serialised model, products rewritten)."""
+    """The model with its int8 weight products as ``DynamicQuantizeMatMul`` (with their biases), its
+    GELUs as ``Gelu`` and its attentions as ``MultiHeadAttention``; (serialised model, products rewritten)."""
     proto = onnx.load_from_string(model)
     graph = proto.graph
     initializers = {tensor.name: tensor for tensor in graph.initializer}
@@ -62,12 +66,14 @@ def int8_matmuls(model: bytes) -> tuple[bytes, int]:
         )
         dropped |= {cast.name, scale_node.name}
 
+    graph.initializer.extend(scales)
     kept = [node for node in nodes if node.name not in dropped]
     kept = _fuse_gelus(_fold_biases(kept, initializers), initializers)
+    kept = _fuse_attention(kept, initializers, graph)
     del graph.node[:]
     graph.node.extend(kept)
     used = {name for node in kept for name in node.input}
-    tensors = [tensor for tensor in graph.initializer if tensor.name in used] + scales
+    tensors = [tensor for tensor in graph.initializer if tensor.name in used]
     del graph.initializer[:]
     graph.initializer.extend(tensors)
     if not any(opset.domain == "com.microsoft" for opset in proto.opset_import):
@@ -169,3 +175,143 @@ def _fuse_gelus(nodes: list[Any], initializers: dict[str, Any]) -> list[Any]:
         gelu.input.append(x)
         dropped |= {id(div), id(erf), id(plus_one), id(half)}
     return [node for node in nodes if id(node) not in dropped]
+
+
+# The attention products' biases name their layer and role in the packaged graph.
+_ATTENTION_ROLE = re.compile(r"layer\.(\d+)\.attention\.(self\.query|self\.key|self\.value|output\.dense)\.bias$")
+_MASK_INPUT = "attention_mask"
+
+
+def _fuse_attention(nodes: list[Any], initializers: dict[str, Any], graph: Any) -> list[Any]:
+    """Each layer's self-attention, between its query/key/value products and the output product's
+    input, becomes one ``MultiHeadAttention`` (com.microsoft) with the attention mask as its key
+    padding mask. A layer is left as it is unless its nodes in between hold one Softmax, nothing
+    else reads what they compute, and the two scalar scalings of query and key multiply to
+    1 / sqrt(head size) (the operator's own scale). The nodes left without readers go; the rest
+    are put back in topological order."""
+    if _MASK_INPUT not in {value.name for value in graph.input}:
+        return nodes
+    producer = {output: node for node in nodes for output in node.output}
+    readers = _readers(nodes)
+    layers: dict[str, dict[str, Any]] = {}
+    for node in nodes:
+        found = (
+            _ATTENTION_ROLE.search(node.input[4])
+            if node.op_type == "DynamicQuantizeMatMul" and len(node.input) == 5
+            else None
+        )
+        if found:
+            layers.setdefault(found.group(1), {})[found.group(2)] = node
+    mask = helper.make_node(
+        "Cast", [_MASK_INPUT], ["attention_mask_int32"], name="attention_mask_int32", to=TensorProto.INT32
+    )
+    fused, dropped = [], set()
+    for layer, role in sorted(layers.items()):
+        if set(role) != {"self.query", "self.key", "self.value", "output.dense"}:
+            continue
+        inputs = [role[name].output[0] for name in ("self.query", "self.key", "self.value")]
+        context = role["output.dense"].input[0]
+        between = _ancestors(context, producer) & _descendants(inputs, readers)
+        inside = [node for node in nodes if id(node) in between]
+        heads = _heads(inside, producer, initializers, width=int(initializers[role["self.query"].input[4]].dims[0]))
+        if heads is None or sum(node.op_type == "Softmax" for node in inside) != 1:
+            continue
+        read_outside = {name for node in nodes if id(node) not in between for name in node.input}
+        if any(name in read_outside for node in inside for name in node.output if name != context):
+            continue  # something else reads a tensor from inside: the nodes cannot go
+        fused.append(
+            helper.make_node(
+                "MultiHeadAttention",
+                [*inputs, "", mask.output[0]],
+                [context],
+                name=f"attention_{layer}",
+                domain="com.microsoft",
+                num_heads=heads,
+            )
+        )
+        dropped |= between
+    if not fused:
+        return nodes
+    kept = [mask, *fused, *(node for node in nodes if id(node) not in dropped)]
+    return _topological(_without_dead(kept, {value.name for value in graph.output}), graph)
+
+
+def _ancestors(name: str, producer: dict[str, Any]) -> set[int]:
+    """Nodes ``name`` is computed from, back to (not through) the int8 products."""
+    found: set[int] = set()
+    stack = [name]
+    while stack:
+        node = producer.get(stack.pop())
+        if node is None or id(node) in found or node.op_type == "DynamicQuantizeMatMul":
+            continue
+        found.add(id(node))
+        stack.extend(node.input)
+    return found
+
+
+def _descendants(names: list[str], readers: dict[str, list[Any]]) -> set[int]:
+    """Nodes computed from ``names``, up to (not through) the int8 products."""
+    found: set[int] = set()
+    stack = list(names)
+    while stack:
+        for node in readers.get(stack.pop(), []):
+            if id(node) in found or node.op_type == "DynamicQuantizeMatMul":
+                continue
+            found.add(id(node))
+            stack.extend(node.output)
+    return found
+
+
+def _scalar(name: str, initializers: dict[str, Any]) -> float | None:
+    tensor = initializers.get(name)
+    if tensor is None:
+        return None
+    value = numpy_helper.to_array(tensor)
+    return float(value.reshape(-1)[0]) if value.size == 1 else None
+
+
+def _heads(inside: list[Any], producer: dict[str, Any], initializers: dict[str, Any], *, width: int) -> int | None:
+    """The layer's head count, from the head size its query is reshaped to (``[.., .., -1, size]``);
+    None unless the query and key scalings multiply to 1 / sqrt(size)."""
+    sizes = set()
+    for node in inside:
+        shape = producer.get(node.input[1]) if node.op_type == "Reshape" else None
+        if shape is not None and shape.op_type == "Concat" and len(shape.input) == 4:
+            sizes.add(_scalar(shape.input[3], initializers))
+    scalings: list[float] = []
+    for node in inside:
+        if node.op_type == "Mul":
+            scalings += [value for value in (_scalar(name, initializers) for name in node.input) if value is not None]
+    if len(sizes) != 1 or None in sizes or len(scalings) != 2:
+        return None
+    size = int(sizes.pop() or 0)
+    if size < 1 or width % size or not np.isclose(scalings[0] * scalings[1], 1 / np.sqrt(size), rtol=1e-5):
+        return None
+    return width // size
+
+
+def _without_dead(nodes: list[Any], outputs: set[str]) -> list[Any]:
+    """Without the nodes none of whose outputs is read (repeatedly: their inputs' producers may follow)."""
+    while True:
+        read = {name for node in nodes for name in node.input} | outputs
+        alive = [node for node in nodes if any(name in read for name in node.output)]
+        if len(alive) == len(nodes):
+            return nodes
+        nodes = alive
+
+
+def _topological(nodes: list[Any], graph: Any) -> list[Any]:
+    """``nodes`` in an order ONNX accepts: each after the producers of its inputs."""
+    ready = {""} | {value.name for value in graph.input} | {tensor.name for tensor in graph.initializer}
+    ordered: list[Any] = []
+    waiting = list(nodes)
+    while waiting:
+        now = [node for node in waiting if all(name in ready for name in node.input)]
+        if not now:
+            raise ValueError("the rewritten graph has a cycle or a missing input")
+        for node in now:
+            ordered.append(node)
+            ready.update(node.output)
+        taken = {id(node) for node in now}
+        waiting = [node for node in waiting if id(node) not in taken]
+    return ordered
