@@ -51,6 +51,19 @@ def test_each_reembed_step_keeps_its_work_and_the_next_resumes_from_there(five_m
 
 
 @pytest.mark.django_db(transaction=True)
+def test_one_reembed_step_embeds_the_next_batch_while_it_stores_one(five_memories, fake_openai):
+    project = five_memories
+    result = reembed.reembed_step(project_id=project.pk, model="fake-embed", budget_s=60, batch=2)
+
+    assert result is not None and result["embedded"] == 5
+    vectors = Embedding.objects.filter(model="fake-embed", memory__project=project)
+    assert sorted(vectors.values_list("content_hash", flat=True)) == sorted(
+        project.memories.values_list("content_hash", flat=True)
+    )
+    assert fake_openai.count("/embeddings") == 3  # three batches, each embedded once
+
+
+@pytest.mark.django_db(transaction=True)
 def test_the_reembed_task_queues_its_next_step_and_a_worker_finishes_it(five_memories):
     purge_queue()
     project = five_memories
