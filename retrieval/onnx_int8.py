@@ -1,4 +1,4 @@
-"""Run the bundled MiniLM's int8 weight matrices as int8 arithmetic (the query route).
+"""Run the bundled MiniLM's int8 weight matrices as int8 arithmetic (the route every text takes).
 
 The packaged model stores each weight matrix as int8 values ``q`` with one float scale per
 output column and computes ``x @ (float(q) * scale)``. onnxruntime folds that product into a
@@ -14,13 +14,15 @@ query's vector has a cosine of >= 0.98 with the float32 one (0.984 at the lowest
 questions, observations and turns, 0.994 at the median), and retrieval measured the same with
 either (DECISIONS.md has the LoCoMo, golden and everyday figures). Stored vectors keep float32.
 
-Two smaller rewrites follow, exact in arithmetic (issue 12, session 8): each product's bias ``Add``
-goes into the product as its bias input, and each feed-forward GELU spelt out in five nodes
-(``x * (0.5 * (1 + erf(x / sqrt 2)))``) becomes onnxruntime's one ``Gelu`` node, which computes the
-same formula. Both remove per-node overhead that a short text pays 78 times a run. Then each
-layer's attention, exported as ~25 nodes (reshapes, transposes, two products, the additive mask
-with its NaN guard, softmax), becomes onnxruntime's ``MultiHeadAttention`` over the same query,
-key and value products, with the attention mask as its key padding mask.
+Two smaller rewrites follow, each computing the same formula (issue 12, session 8): each
+product's bias ``Add`` goes into the product as its bias input, and each feed-forward GELU spelt
+out in five nodes (``x * (0.5 * (1 + erf(x / sqrt 2)))``) becomes onnxruntime's one ``Gelu``
+node. Both remove nodes whose fixed cost a short text pays on every run (60 of them). Then each layer's
+attention, exported as ~25 nodes (reshapes, transposes, two products, the additive mask with its
+NaN guard, softmax), becomes onnxruntime's ``MultiHeadAttention`` over the same query, key and
+value products, with the attention mask as its key padding mask. Rounding can differ in the last
+bits, and int8 re-quantises each product's input, so vectors move slightly (cosine >= 0.994 to
+the route without these rewrites; DECISIONS.md "The embedding's graph").
 
 Imported on first use (``retrieval.embedders``); nothing is written to disk.
 """
