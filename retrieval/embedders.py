@@ -45,7 +45,7 @@ QUERY_TEXTS = 2
 # Appended to the model name in the vector cache's keys for vectors of the int8 route.
 INT8_ROUTE = ":int8"
 # onnxruntime fuses each residual Add and LayerNorm into one SkipLayerNormalization, whose CPU
-# kernel took ~100 us on a 37-token text where the LayerNormalization it replaces takes ~15 (ORT's
+# kernel took ~100 us on a 37-token text where the LayerNormalization it replaces takes ~17 (ORT's
 # profiler): unfused, a LoCoMo turn embeds in 4.0 instead of 5.1 ms on one core (int8 route), 9.6
 # instead of 10.5 ms as float32 (DECISIONS.md, "The embedding's graph", issue 12, session 8).
 DISABLED_OPTIMIZERS = ["SkipLayerNormFusion"]

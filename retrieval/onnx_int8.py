@@ -44,10 +44,7 @@ def int8_matmuls(model: bytes) -> tuple[bytes, int]:
     graph = proto.graph
     initializers = {tensor.name: tensor for tensor in graph.initializer}
     producer = {output: node for node in graph.node for output in node.output}
-    readers: dict[str, int] = {}
-    for node in graph.node:
-        for name in node.input:
-            readers[name] = readers.get(name, 0) + 1
+    readers = {name: len(found) for name, found in _readers(list(graph.node)).items()}
 
     nodes, dropped, scales = [], set(), []
     for node in graph.node:
@@ -187,10 +184,10 @@ _MASK_INPUT = "attention_mask"
 def _fuse_attention(nodes: list[Any], initializers: dict[str, Any], graph: Any) -> list[Any]:
     """Each layer's self-attention, between its query/key/value products and the output product's
     input, becomes one ``MultiHeadAttention`` (com.microsoft) with the attention mask as its key
-    padding mask. A layer is left as it is unless its nodes in between hold one Softmax, nothing
-    else reads what they compute, and the two scalar scalings of query and key multiply to
-    1 / sqrt(head size) (the operator's own scale). The nodes left without readers go; the rest
-    are put back in topological order."""
+    padding mask. A layer is left as it is unless the attention is computed from the attention mask,
+    its nodes in between hold one Softmax, nothing else reads what they compute, and the two
+    scalar scalings of query and key multiply to 1 / sqrt(head size) (the operator's own scale).
+    The nodes left without readers go; the rest are put back in topological order."""
     if _MASK_INPUT not in {value.name for value in graph.input}:
         return nodes
     producer = {output: node for node in nodes for output in node.output}
@@ -213,7 +210,10 @@ def _fuse_attention(nodes: list[Any], initializers: dict[str, Any], graph: Any) 
             continue
         inputs = [role[name].output[0] for name in ("self.query", "self.key", "self.value")]
         context = role["output.dense"].input[0]
-        between = _ancestors(context, producer) & _descendants(inputs, readers)
+        computed_from = _ancestors(context, producer)
+        if not any(_MASK_INPUT in node.input for node in nodes if id(node) in computed_from):
+            continue  # no mask in this attention: a key padding mask would change what it computes
+        between = computed_from & _descendants(inputs, readers)
         inside = [node for node in nodes if id(node) in between]
         heads = _heads(inside, producer, initializers, width=int(initializers[role["self.query"].input[4]].dims[0]))
         if heads is None or sum(node.op_type == "Softmax" for node in inside) != 1:

@@ -51,11 +51,23 @@ def test_each_reembed_step_keeps_its_work_and_the_next_resumes_from_there(five_m
 
 
 @pytest.mark.django_db(transaction=True)
-def test_one_reembed_step_embeds_the_next_batch_while_it_stores_one(five_memories, fake_openai):
+def test_one_reembed_step_embeds_the_next_batch_while_it_stores_one(five_memories, fake_openai, monkeypatch):
     project = five_memories
+    store = reembed.store_vectors
+    embedded_while_storing: list[bool] = []
+
+    def storing(rows, vectors, *, model):
+        # Each store waits (up to 5 s) for the next batch's request to reach the embedder: it
+        # comes while the store runs only when the step embeds ahead (the last batch has no next).
+        expected = min(len(embedded_while_storing) + 2, 3)
+        embedded_while_storing.append(wait_until(lambda: fake_openai.count("/embeddings") >= expected, timeout=5))
+        store(rows, vectors, model=model)
+
+    monkeypatch.setattr(reembed, "store_vectors", storing)
     result = reembed.reembed_step(project_id=project.pk, model="fake-embed", budget_s=60, batch=2)
 
     assert result is not None and result["embedded"] == 5
+    assert embedded_while_storing == [True, True, True]
     vectors = Embedding.objects.filter(model="fake-embed", memory__project=project)
     assert sorted(vectors.values_list("content_hash", flat=True)) == sorted(
         project.memories.values_list("content_hash", flat=True)
