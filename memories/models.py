@@ -25,6 +25,10 @@ DEFAULT_TAXONOMY = [
     "lesson",
 ]
 
+# The full-text index's pending list (GIN fast update), in kB: rows inserted since the last flush
+# wait there, and every full-text search reads all of it. Postgres's default is 4,096.
+GIN_PENDING_LIST_KB = 64
+
 
 def default_taxonomy() -> list[str]:
     return list(DEFAULT_TAXONOMY)
@@ -182,8 +186,14 @@ class Memory(models.Model):
                 name="memory_embedding_backlog",
                 condition=~Q(embedding_status="ready"),
             ),
-            # btree_gin: the full-text match reads only the caller's rows, not the project's.
-            GinIndex(fields=["project", "user_id", "search"], name="memory_user_search_gin"),
+            # btree_gin: the full-text match reads only the caller's rows, not the project's. New
+            # rows wait in the index's pending list until it holds 64 kB: every search reads that
+            # list whole, and at Postgres's 4 MB it cost more than the match (DECISIONS.md, session 9).
+            GinIndex(
+                fields=["project", "user_id", "search"],
+                name="memory_user_search_gin",
+                gin_pending_list_limit=GIN_PENDING_LIST_KB,
+            ),
         ]
         constraints = [
             models.CheckConstraint(

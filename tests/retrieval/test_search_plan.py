@@ -10,6 +10,7 @@ from django.db import connection, transaction
 from pgvector import Vector
 
 from memories import services
+from memories.models import GIN_PENDING_LIST_KB
 from memoryhub import row_security
 from retrieval.memory_vectors import embed_memories
 from retrieval.search import BOILERPLATE_LEXEMES, FUSION_SQL, KEYWORD_SQL, keyword_arrays, search_settings
@@ -141,3 +142,36 @@ def test_the_walk_fetches_a_few_spare_rows_or_twice_the_depth_when_kinds_or_cate
     assert vector_fetch(SearchParams(**{**plain.__dict__, "kinds": ["preference"]})) == 100
     assert vector_fetch(SearchParams(**{**plain.__dict__, "categories": ["work"]})) == 100
     assert "LIMIT %(vector_fetch)s" in FUSION_SQL
+
+
+def test_new_rows_wait_in_a_short_pending_list_that_every_full_text_search_reads(project):
+    """GIN's fast update parks new rows in a pending list that each search reads whole. Postgres's
+    4 MB default let it grow to hundreds of pages under a steady stream of captures; the index is
+    set to flush at 64 kB (eight pages); at the default these 800 memories left 45 pages pending."""
+    words = [
+        "deploy",
+        "kubernetes",
+        "ledger",
+        "invoice",
+        "harbour",
+        "violin",
+        "orchard",
+        "glacier",
+        "falcon",
+        "copper",
+        "meadow",
+        "lantern",
+    ]
+    drafts = [
+        services.MemoryDraft(
+            user_id=f"user-{n % 7}", content=f"Note {n}: " + " ".join(words[n % 12 :] + words[: n % 12])
+        )
+        for n in range(800)
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT gin_clean_pending_list('memory_user_search_gin'::regclass)")  # other tests' rows
+        services.memory_bulk_create(project=project, drafts=drafts[:400], actor="test")
+        services.memory_bulk_create(project=project, drafts=drafts[400:], actor="test")
+        cursor.execute("SELECT gin_clean_pending_list('memory_user_search_gin'::regclass)")
+        (pending_pages,) = cursor.fetchone()
+    assert pending_pages <= GIN_PENDING_LIST_KB // 8 + 1
