@@ -12,10 +12,12 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import psycopg
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from memories.fields import binary_vectors, use_binary_vectors
 from memories.models import Embedding, EmbeddingStatus, Memory, Project
 from retrieval.embedders import (
     DEFAULT_OPENAI_MODEL,
@@ -48,28 +50,44 @@ def active_model(project: Project) -> str:
     return project.active_embedding_model or default_model_name()
 
 
+# One upsert per batch. Server-side parameters, so the vectors travel in binary (memories.fields):
+# Django's client-side binding would format and quote ~3.5 kB of text a vector, which Postgres
+# then parses back. The columns and conflict target are the model's (Embedding, its unique
+# (memory, model)); created_at is the write's time, as auto_now_add set it.
+_UPSERT_SQL = f"""
+INSERT INTO {Embedding._meta.db_table}
+    (memory_id, project_id, user_id, scope, model, dimension, vector, content_hash, created_at)
+SELECT r.memory_id, r.project_id, r.user_id, r.scope, %(model)s, %(dimension)s, r.vector, r.content_hash, now()
+FROM unnest(%(memory_ids)s::uuid[], %(project_ids)s::bigint[], %(user_ids)s::text[], %(scopes)s::text[],
+            %(vectors)b, %(hashes)s::text[]) AS r(memory_id, project_id, user_id, scope, vector, content_hash)
+ON CONFLICT (memory_id, model) DO UPDATE
+    SET vector = EXCLUDED.vector, dimension = EXCLUDED.dimension, user_id = EXCLUDED.user_id,
+        scope = EXCLUDED.scope, content_hash = EXCLUDED.content_hash, created_at = EXCLUDED.created_at
+"""
+
+
 def store_vectors(memories: Sequence[Memory], vectors: Vectors, *, model: str) -> None:
     """Upsert one Embedding row per memory for ``model``."""
-    dimension = int(vectors.shape[1])
-    rows = [
-        Embedding(
-            memory=memory,
-            project_id=memory.project_id,
-            user_id=memory.user_id,
-            scope=memory.scope,
-            model=model,
-            dimension=dimension,
-            vector=vector,
-            content_hash=memory.content_hash,
+    if len(memories) != len(vectors):
+        raise ValueError(f"{len(memories)} memories but {len(vectors)} vectors")
+    if not memories:
+        return
+    connection.ensure_connection()
+    with psycopg.Cursor(connection.connection) as cursor:
+        use_binary_vectors(cursor)
+        cursor.execute(
+            _UPSERT_SQL,
+            {
+                "model": model,
+                "dimension": int(vectors.shape[1]),
+                "memory_ids": [memory.pk for memory in memories],
+                "project_ids": [memory.project_id for memory in memories],
+                "user_ids": [memory.user_id for memory in memories],
+                "scopes": [memory.scope for memory in memories],
+                "vectors": binary_vectors(vectors),
+                "hashes": [memory.content_hash for memory in memories],
+            },
         )
-        for memory, vector in zip(memories, vectors, strict=True)
-    ]
-    Embedding.objects.bulk_create(
-        rows,
-        update_conflicts=True,
-        unique_fields=["memory", "model"],
-        update_fields=["vector", "dimension", "user_id", "scope", "content_hash", "created_at"],
-    )
 
 
 def embed_memories(memories: Sequence[Memory], *, model: str | None = None) -> int:

@@ -1,4 +1,4 @@
-"""Vectors are written with nine significant digits: what Postgres stores is the float32 we sent."""
+"""Vectors are written with nine significant digits, or in binary: what Postgres stores is the float32 we sent."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pgvector import Vector
 from memories import services
 from memories.fields import vector_literal
 from memories.models import Embedding
+from retrieval.memory_vectors import store_vectors
 
 
 def _unit_vectors(rows: int, dimension: int = 384) -> np.ndarray:
@@ -45,3 +46,37 @@ def test_postgres_stores_the_vector_bit_for_bit(project):
     for index, vector in enumerate(vectors):
         stored = Embedding.objects.get(memory=memory, model=f"test-{index}").vector
         np.testing.assert_array_equal(np.asarray(stored, dtype=np.float32), vector)
+
+
+def test_the_binary_upsert_stores_each_vector_bit_for_bit_and_replaces_on_a_second_store(project, other_project):
+    """``store_vectors`` sends vectors in pgvector's binary form: what Postgres stores is the float32
+    we sent, on insert and on the conflict path, with the memory's owner and content hash."""
+    memories = [
+        services.memory_create(
+            project=owner,
+            draft=services.MemoryDraft(user_id=user, content=f"{user} keeps bees, hive {n}.", scope=scope),
+            actor="test",
+            embed_inline=False,
+        )
+        for n, (owner, user, scope) in enumerate(
+            [(project, "alice", "user"), (project, "bob", "project"), (other_project, "carol", "user")]
+        )
+    ]
+    first, second = _unit_vectors(3), _unit_vectors(3)[::-1].copy()
+    store_vectors(memories, first, model="test-binary")
+    memories[0].content_hash = "changed"
+    store_vectors(memories[:1], second[:1], model="test-binary")  # the conflict path replaces
+    rows = {row.memory_id: row for row in Embedding.objects.filter(model="test-binary")}
+    assert len(rows) == 3
+    for memory, vector in zip(memories, [second[0], first[1], first[2]], strict=True):
+        row = rows[memory.pk]
+        np.testing.assert_array_equal(np.asarray(row.vector, dtype=np.float32), vector)
+        assert (row.project_id, row.user_id, row.scope, row.dimension) == (
+            memory.project_id,
+            memory.user_id,
+            memory.scope,
+            384,
+        )
+        assert row.content_hash == memory.content_hash
+    with pytest.raises(ValueError):
+        store_vectors(memories, first[:2], model="test-binary")
