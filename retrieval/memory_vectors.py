@@ -73,7 +73,8 @@ def store_vectors(memories: Sequence[Memory], vectors: Vectors, *, model: str) -
     if not memories:
         return
     connection.ensure_connection()
-    with psycopg.Cursor(connection.connection) as cursor:
+    # Django's own error types (DatabaseError, IntegrityError), as its cursors raise them.
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
         use_binary_vectors(cursor)
         cursor.execute(
             _UPSERT_SQL,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from django.db import DatabaseError, transaction
 from pgvector import Vector
 
 from memories import services
@@ -80,3 +81,16 @@ def test_the_binary_upsert_stores_each_vector_bit_for_bit_and_replaces_on_a_seco
         assert row.content_hash == memory.content_hash
     with pytest.raises(ValueError):
         store_vectors(memories, first[:2], model="test-binary")
+
+
+def test_a_failed_binary_upsert_raises_djangos_database_error_and_stores_nothing(project):
+    memory = services.memory_create(
+        project=project,
+        draft=services.MemoryDraft(user_id="alice", content="Alice rows."),
+        actor="test",
+        embed_inline=False,
+    )
+    memory.scope = "x" * 20  # longer than the column holds
+    with pytest.raises(DatabaseError), transaction.atomic():
+        store_vectors([memory], _unit_vectors(1), model="test-binary")
+    assert not Embedding.objects.filter(model="test-binary").exists()
