@@ -9,21 +9,12 @@ the construction depth, not m, that the duplicate-heavy bench corpus needs). Bui
 beside the old index and swapped in, as 0005 did (``retrieval.vector_index.HNSW_BUILD``).
 """
 
+import importlib
+
 from django.db import migrations
 
-INDEX = "embedding_hnsw_local_minilm"
-CREATE = (
-    "CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON memories_embedding "
-    "USING hnsw ((vector::vector(384)) vector_cosine_ops) WITH ({params}) WHERE model = 'all-MiniLM-L6-v2'"
-)
-
-
-def swap(params: str) -> list[str]:
-    return [
-        CREATE.format(name=f"{INDEX}_next", params=params),
-        f"DROP INDEX CONCURRENTLY IF EXISTS {INDEX}",
-        f"ALTER INDEX {INDEX}_next RENAME TO {INDEX}",
-    ]
+# The same concurrent build-and-swap as 0005 (frozen, like every migration), with other parameters.
+swap = importlib.import_module("memories.migrations.0005_hnsw_build_parameters").swap
 
 
 class Migration(migrations.Migration):
