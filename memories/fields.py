@@ -65,16 +65,18 @@ def binary_vectors(vectors: Any) -> list[VectorBytes]:
 
 def use_binary_vectors(cursor: psycopg.Cursor[Any]) -> None:
     """Let ``cursor`` send :class:`VectorBytes` (and lists of them) as ``vector`` (and ``vector[]``)
-    parameters, in binary. The type's oid is read once per database connection."""
+    parameters, in binary. The type's oid is read, and its dumper made, once per database connection."""
     connection = cursor.connection
-    info = getattr(connection, "_memoryhub_vector_info", None)
-    if info is None:
+    known = getattr(connection, "_memoryhub_vector_dumper", None)
+    if known is None:
         info = TypeInfo.fetch(connection, "vector")
         if info is None:
             raise psycopg.ProgrammingError("the vector type (pgvector) is not installed in this database")
-        connection._memoryhub_vector_info = info  # type: ignore[attr-defined]
+        known = (info, type("VectorBytesDumper", (_VectorBytesDumper,), {"oid": info.oid}))
+        connection._memoryhub_vector_dumper = known  # type: ignore[attr-defined]
+    info, dumper = known
     info.register(cursor)
-    cursor.adapters.register_dumper(VectorBytes, type("VectorBytesDumper", (_VectorBytesDumper,), {"oid": info.oid}))
+    cursor.adapters.register_dumper(VectorBytes, dumper)
 
 
 class _VectorBytesDumper(Dumper):

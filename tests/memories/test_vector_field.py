@@ -19,6 +19,15 @@ def _unit_vectors(rows: int, dimension: int = 384) -> np.ndarray:
     return vectors
 
 
+def _memory(project, user_id: str = "alice", content: str = "Alice keeps bees.", scope: str = "user"):
+    return services.memory_create(
+        project=project,
+        draft=services.MemoryDraft(user_id=user_id, content=content, scope=scope),
+        actor="test",
+        embed_inline=False,
+    )
+
+
 def test_the_text_gives_back_every_float32_exactly():
     for vector in _unit_vectors(200):
         text = vector_literal(vector)
@@ -31,12 +40,7 @@ def test_the_text_gives_back_every_float32_exactly():
 
 
 def test_postgres_stores_the_vector_bit_for_bit(project):
-    memory = services.memory_create(
-        project=project,
-        draft=services.MemoryDraft(user_id="alice", content="Alice keeps bees."),
-        actor="test",
-        embed_inline=False,
-    )
+    memory = _memory(project)
     vectors = _unit_vectors(3)
     for index, vector in enumerate(vectors):
         Embedding.objects.update_or_create(
@@ -53,12 +57,7 @@ def test_the_binary_upsert_stores_each_vector_bit_for_bit_and_replaces_on_a_seco
     """``store_vectors`` sends vectors in pgvector's binary form: what Postgres stores is the float32
     we sent, on insert and on the conflict path, with the memory's owner and content hash."""
     memories = [
-        services.memory_create(
-            project=owner,
-            draft=services.MemoryDraft(user_id=user, content=f"{user} keeps bees, hive {n}.", scope=scope),
-            actor="test",
-            embed_inline=False,
-        )
+        _memory(owner, user, f"{user} keeps bees, hive {n}.", scope)
         for n, (owner, user, scope) in enumerate(
             [(project, "alice", "user"), (project, "bob", "project"), (other_project, "carol", "user")]
         )
@@ -84,12 +83,7 @@ def test_the_binary_upsert_stores_each_vector_bit_for_bit_and_replaces_on_a_seco
 
 
 def test_a_failed_binary_upsert_raises_djangos_database_error_and_stores_nothing(project):
-    memory = services.memory_create(
-        project=project,
-        draft=services.MemoryDraft(user_id="alice", content="Alice rows."),
-        actor="test",
-        embed_inline=False,
-    )
+    memory = _memory(project)
     memory.scope = "x" * 20  # longer than the column holds
     with pytest.raises(DatabaseError), transaction.atomic():
         store_vectors([memory], _unit_vectors(1), model="test-binary")
