@@ -89,10 +89,12 @@ searched AS (
 ),
 keyword_query AS (
     -- OR of the query's lexemes: websearch/plainto would AND them, and a question
-    -- rarely shares every word with the memory that answers it.
-    SELECT NULLIF(array_to_string(ARRAY(
+    -- rarely shares every word with the memory that answers it. A scalar subquery, so the
+    -- tsquery is built once: as a plain expression the planner inlined it into the scan, which
+    -- parsed it again for every matching row, in the filter and in ts_rank (DECISIONS.md).
+    SELECT (SELECT NULLIF(array_to_string(ARRAY(
         SELECT quote_literal(lexeme) FROM searched WHERE searched ORDER BY lexeme
-    ), ' | '), '')::tsquery AS q
+    ), ' | '), '')::tsquery) AS q
 ),
 -- ts_rank, not ts_rank_cd: on an OR query cover density costs ~2x more per matching row
 -- and ranked worse on LoCoMo (DECISIONS.md). Ties share a rank (here and for vectors):

@@ -89,6 +89,25 @@ def test_each_candidates_vector_is_read_once_under_the_tenant_role(make_memory, 
     assert reads and all(n["Actual Loops"] == 1 for n in reads)
 
 
+def test_the_full_text_query_is_built_once_not_for_every_row_the_scan_reads(make_memory, api):
+    # Inlined into the scan, the tsquery's text (array_to_string of the searched words) was parsed
+    # again for every matching row, in the filter and in ts_rank: 2.4 of the statement's 4.4 ms at
+    # 100k memories. Built once, the scan refers to its value (an InitPlan's output).
+    for number in range(5):
+        make_memory(content=f"Alice deploys service {number} with Kubernetes.")
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("EXPLAIN (VERBOSE, FORMAT JSON) " + KEYWORD_SQL, statement_params(api.project.pk))
+        plan = cursor.fetchone()[0][0]["Plan"]
+    nodes = list(plan_nodes(plan))
+    scans = [n for n in nodes if n.get("Relation Name") == "memories_memory"]
+    conditions = [n.get(key, "") for n in scans for key in ("Filter", "Recheck Cond", "Index Cond")]
+    assert scans and any("@@" in condition for condition in conditions)
+    assert not any("array_to_string" in condition for condition in conditions)
+    ranked = [output for n in nodes for output in n.get("Output", []) if output.startswith("ts_rank(")]
+    assert ranked and not any("array_to_string" in output for output in ranked)
+
+
 def test_under_the_tenant_role_the_search_still_uses_its_indexes_and_the_role_comes_back(make_memory, api):
     # A row policy forbids evaluating a non-leakproof qual (@@) before the policy, so
     # under the tenant role the GIN lookup became a scan of the user's rows; the search leaves
