@@ -203,9 +203,10 @@ def api_key_active(*, key_hash: str) -> ApiKey | None:
     return key
 
 
-def _from_row(model: type[M], values: Sequence[Any]) -> M:
-    """An instance as the ORM would load it from ``values`` (every concrete field, in order)."""
-    fields = model._meta.concrete_fields
+def _from_row(model: type[M], values: Sequence[Any], fields: Sequence[models.Field[Any, Any]] | None = None) -> M:
+    """An instance as the ORM would load it from ``values``: one per field of ``fields`` (every
+    concrete field when None), in order; the model's other fields are left deferred."""
+    fields = model._meta.concrete_fields if fields is None else fields
     converted = [
         field.from_db_value(value, None, connection) if value is not None and hasattr(field, "from_db_value") else value
         for field, value in zip(fields, values, strict=True)
@@ -220,10 +221,16 @@ def _visible_by_id(*, project: Project, user_id: str, ids: Sequence[str]) -> dic
 # The columns the API shows of a memory (not the tsvector nor the embedding bookkeeping, which
 # stay deferred), its successor's id, its outgoing links to memories the user may see, and
 # whether it has any link at all (graph expansion skips the edge query when none has).
-_BY_ID = """
-SELECT m.id, m.project_id, m.user_id, m.scope, m.kind, m.category, m.content, m.content_hash, m.importance,
-       m.metadata, m.status, m.version, m.supersedes_id, m.source, m.embedding_status, m.created_by,
-       m.created_at, m.updated_at, m.expires_at, m.deleted_at, m.valid_from, m.valid_until,
+_BY_ID_FIELDS: list[models.Field[Any, Any]] = [
+    Memory._meta.get_field(name)  # type: ignore[misc]  # concrete fields, not relations
+    for name in (
+        "id", "project", "user_id", "scope", "kind", "category", "content", "content_hash", "importance", "metadata",
+        "status", "version", "supersedes", "source", "embedding_status", "created_by", "created_at", "updated_at",
+        "expires_at", "deleted_at", "valid_from", "valid_until",
+    )
+]  # fmt: skip
+_BY_ID = f"""
+SELECT {", ".join(f"m.{field.column}" for field in _BY_ID_FIELDS)},
        (SELECT s.id FROM memories_memory s WHERE s.supersedes_id = m.id) AS successor_pk,
        ARRAY(
            SELECT e.id::text || ' ' || e.to_memory_id::text || ' ' || e.relationship
@@ -251,18 +258,23 @@ def memories_by_id(*, project: Project, user_id: str, ids: Sequence[str]) -> dic
     """
     if not ids:
         return {}
-    rows = Memory.objects.raw(_BY_ID, {"ids": [str(pk) for pk in ids], "project": project.pk, "user": user_id})
+    # A plain cursor, not Memory.objects.raw(): its column mapping cost ~0.3 ms of the ~0.4 a call.
+    with connection.cursor() as cursor:
+        cursor.execute(_BY_ID, {"ids": [str(pk) for pk in ids], "project": project.pk, "user": user_id})
+        rows = cursor.fetchall()
+    width = len(_BY_ID_FIELDS)
     found: dict[str, Memory] = {}
-    for memory in rows:
-        # successor_pk, links_out and linked are the statement's extra columns (raw() sets them).
-        successor_pk = memory.successor_pk  # type: ignore[attr-defined]
-        successor = Memory.from_db(rows.db, ["id"], [successor_pk]) if successor_pk else None
+    for row in rows:
+        memory = _from_row(Memory, row[:width], _BY_ID_FIELDS)
+        successor_pk, links_out, linked = row[width:]
+        memory.linked = linked  # type: ignore[attr-defined]
+        successor = Memory.from_db(connection.alias, ["id"], [successor_pk]) if successor_pk else None
         Memory.superseded_by.related.set_cached_value(memory, successor)
         edges = []
-        for link in memory.links_out:  # type: ignore[attr-defined]
+        for link in links_out:
             edge_id, to_id, relationship = link.split(" ")
             values = [int(edge_id), memory.project_id, memory.pk, uuid.UUID(to_id), relationship]
-            edges.append(MemoryEdge.from_db(rows.db, _EDGE_FIELDS, values))
+            edges.append(MemoryEdge.from_db(connection.alias, _EDGE_FIELDS, values))
         _prefetched(memory, "edges_out", edges)
         found[str(memory.pk)] = memory
     return found
