@@ -11,27 +11,60 @@ the search's round trips").
 the queue is full (``QUEUE_LIMIT``: back-pressure, never a dropped write). Work that fails is
 logged, never raised. At exit the queue is drained (``flush``), for ``EXIT_WAIT_S`` at most.
 Tests drain it after each test (``tests/conftest.py``).
+
+Rows go in batches: ``defer_insert(row)`` queues a model instance, and the writer, on taking one,
+gathers what else arrives within ``LINGER_S`` and inserts each model's rows in one statement, after
+the other work gathered with them. The log's INSERT, one per retrieve, was ~0.45 ms of the ~15 ms
+of CPU a retrieve costs at 100k memories and 4 clients (DECISIONS.md, "Session 10", issue 12). A
+flush ends the gathering at once.
 """
 
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable
 from contextlib import nullcontext
+from dataclasses import dataclass
 
 from django.db import DatabaseError, connection, connections, transaction
+from django.db.models import Model
 
 log = logging.getLogger(__name__)
 
 QUEUE_LIMIT = 10_000
 EXIT_WAIT_S = 10.0
+# How long the writer waits, after taking a row, for more rows to insert with it; and at most how
+# many queued items it takes at once.
+LINGER_S = 0.05
+BATCH_LIMIT = 200
 
+
+@dataclass(frozen=True)
+class _Insert:
+    """A row for the writer to insert (``defer_insert``)."""
+
+    instance: Model
+
+
+class _Marker:
+    """A flush's marker: ends the writer's gathering, runs after everything queued before it."""
+
+    def __init__(self, callback: Callable[[], None]) -> None:
+        self.callback = callback
+
+    def __call__(self) -> None:
+        self.callback()
+
+
+_Item = Callable[[], None] | _Insert
 _lock = threading.Lock()
-_writer: tuple[int, queue.Queue[Callable[[], None]]] | None = None
+_writer: tuple[int, queue.Queue[_Item]] | None = None
 
 
 def defer(work: Callable[[], None]) -> None:
@@ -43,6 +76,18 @@ def defer(work: Callable[[], None]) -> None:
         _queue().put_nowait(work)
     except queue.Full:
         _run(work)
+
+
+def defer_insert(instance: Model) -> None:
+    """Insert ``instance`` soon, in one statement with the other rows of its model queued meanwhile
+    (at once inside a transaction or when the queue is full, as ``defer``)."""
+    if connection.in_atomic_block:
+        _run(lambda: instance.save(force_insert=True))
+        return
+    try:
+        _queue().put_nowait(_Insert(instance))
+    except queue.Full:
+        _run(lambda: instance.save(force_insert=True))
 
 
 def flush(timeout: float = EXIT_WAIT_S, *, close: bool = False) -> bool:
@@ -62,13 +107,13 @@ def flush(timeout: float = EXIT_WAIT_S, *, close: bool = False) -> bool:
         done.set()
 
     try:
-        writer[1].put(mark, timeout=timeout)
+        writer[1].put(_Marker(mark), timeout=timeout)
     except queue.Full:
         return False
     return done.wait(timeout)
 
 
-def _queue() -> queue.Queue[Callable[[], None]]:
+def _queue() -> queue.Queue[_Item]:
     """This process's queue and its writer thread (started anew after a fork: threads do not survive it)."""
     global _writer
     writer = _writer
@@ -76,15 +121,62 @@ def _queue() -> queue.Queue[Callable[[], None]]:
         return writer[1]
     with _lock:
         if _writer is None or _writer[0] != os.getpid():
-            work: queue.Queue[Callable[[], None]] = queue.Queue(QUEUE_LIMIT)
+            work: queue.Queue[_Item] = queue.Queue(QUEUE_LIMIT)
             threading.Thread(target=_serve, args=(work,), name="deferred-writes", daemon=True).start()
             _writer = (os.getpid(), work)
         return _writer[1]
 
 
-def _serve(work: queue.Queue[Callable[[], None]]) -> None:
+def _serve(work: queue.Queue[_Item]) -> None:
     while True:
-        _run(work.get())
+        _run_batch(_gather(work))
+
+
+def _gather(work: queue.Queue[_Item]) -> list[_Item]:
+    """The next item; when it is a row, also what arrives within ``LINGER_S`` (up to
+    ``BATCH_LIMIT`` items, until a flush's marker)."""
+    items = [work.get()]
+    if not isinstance(items[0], _Insert):
+        return items
+    deadline = time.monotonic() + LINGER_S
+    while len(items) < BATCH_LIMIT and not isinstance(items[-1], _Marker):
+        try:
+            items.append(work.get(timeout=max(0.0, deadline - time.monotonic())))
+        except queue.Empty:
+            break
+    return items
+
+
+def _run_batch(items: list[_Item]) -> None:
+    """The gathered work in order, the rows together after it (one INSERT per model), a flush's
+    marker last."""
+    rows: dict[type[Model], list[Model]] = {}
+    markers = []
+    for item in items:
+        if isinstance(item, _Insert):
+            rows.setdefault(type(item.instance), []).append(item.instance)
+        elif isinstance(item, _Marker):
+            markers.append(item)
+        else:
+            _run(item)
+    for model, instances in rows.items():
+        _run(functools.partial(_insert, model, instances))
+    for marker in markers:
+        _run(marker)
+
+
+def _insert(model: type[Model], instances: list[Model]) -> None:
+    """One INSERT for ``instances``; if it fails, each row on its own, so one bad row loses only itself."""
+    if len(instances) == 1:
+        instances[0].save(force_insert=True)
+        return
+    try:
+        model._default_manager.bulk_create(instances)
+    except DatabaseError:
+        log.warning("a deferred insert of %d %s rows failed; inserting them one by one", len(instances), model.__name__)
+        connection.close_if_unusable_or_obsolete()
+        for instance in instances:
+            _run(functools.partial(instance.save, force_insert=True))
 
 
 def _run(work: Callable[[], None]) -> None:

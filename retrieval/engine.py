@@ -604,8 +604,8 @@ def _finish(
 
 
 def _log(project: Project, request: RetrieveRequest, trace: Trace, result: RetrieveResult) -> None:
-    """One RetrievalLog row (a hash of the query, never its text), written by the deferred writer:
-    the caller does not wait for it (``memoryhub/deferred.py``)."""
+    """One RetrievalLog row (a hash of the query, never its text), inserted by the deferred writer
+    with the other rows queued meanwhile: the caller does not wait for it (``memoryhub/deferred.py``)."""
     if "database" in trace.degraded:
         return
     entry = RetrievalLog(
@@ -621,4 +621,4 @@ def _log(project: Project, request: RetrieveRequest, trace: Trace, result: Retri
         timings=dict(trace.timings),
         cached=result.cached,
     )
-    deferred.defer(lambda: entry.save(force_insert=True))
+    deferred.defer_insert(entry)

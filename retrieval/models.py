@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db import models
+from django.utils import timezone
 
 
 class RetrievalLog(models.Model):
@@ -19,7 +20,9 @@ class RetrievalLog(models.Model):
     degraded = models.JSONField(default=list, blank=True)
     timings = models.JSONField(default=dict, blank=True)
     cached = models.BooleanField(default=False)
-    created_at = models.DateTimeField(auto_now_add=True)
+    # When the retrieval happened: set as the row is made, not when the deferred writer inserts it
+    # (up to memoryhub.deferred.LINGER_S later, with the other rows of its batch).
+    created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         indexes = [

@@ -5,11 +5,14 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 
 import pytest
 from django.db import connection
 
+from memories.models import Project
 from memoryhub import deferred
+from retrieval.models import RetrievalLog
 
 
 def _thread_names() -> tuple[list[str], object]:
@@ -77,3 +80,58 @@ def test_flush_waits_for_work_deferred_before_it():
         deferred.defer(lambda value=value: done.append(value))
     assert deferred.flush(5)
     assert done == list(range(50))
+
+
+def _log_row(project: Project, correlation_id: str) -> RetrievalLog:
+    return RetrievalLog(project=project, user_id="alice", correlation_id=correlation_id, query_hash="0", latency_ms=1.0)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rows_queued_while_the_writer_is_busy_go_in_one_statement(project):
+    release = threading.Event()
+    deferred.defer(lambda: release.wait(10))  # the writer is busy
+    for number in range(5):
+        deferred.defer_insert(_log_row(project, f"batch-{number}"))
+    release.set()
+    assert deferred.flush(10)
+    with connection.cursor() as cursor:  # one INSERT, one transaction: every row has the same xmin
+        cursor.execute("SELECT count(*), count(DISTINCT xmin::text) FROM retrieval_retrievallog")
+        assert cursor.fetchone() == (5, 1)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_flush_ends_the_writers_wait_for_more_rows(project, monkeypatch):
+    monkeypatch.setattr(deferred, "LINGER_S", 60.0)  # were the marker not to end it, the flush would time out
+    deferred.defer_insert(_log_row(project, "lingering"))
+    assert deferred.flush(10)
+    assert RetrievalLog.objects.filter(correlation_id="lingering").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_row_that_cannot_be_inserted_loses_only_itself(project, caplog):
+    release = threading.Event()
+    deferred.defer(lambda: release.wait(10))
+    deferred.defer_insert(_log_row(project, "good-1"))
+    deferred.defer_insert(
+        RetrievalLog(project_id=project.pk + 1000, user_id="x", correlation_id="orphan", latency_ms=1)
+    )
+    deferred.defer_insert(_log_row(project, "good-2"))
+    with caplog.at_level(logging.WARNING):
+        release.set()
+        assert deferred.flush(10)
+    assert sorted(RetrievalLog.objects.values_list("correlation_id", flat=True)) == ["good-1", "good-2"]
+    assert "inserting them one by one" in caplog.text
+    assert "a deferred write failed" in caplog.text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_logged_row_keeps_the_time_it_was_made_not_the_time_it_was_inserted(project):
+    release = threading.Event()
+    deferred.defer(lambda: release.wait(10))
+    row = _log_row(project, "when")
+    made = row.created_at
+    deferred.defer_insert(row)
+    time.sleep(0.01)  # the insert comes later still
+    release.set()
+    assert deferred.flush(10)
+    assert RetrievalLog.objects.get(correlation_id="when").created_at == made
