@@ -80,7 +80,10 @@ def defer(work: Callable[[], None]) -> None:
 
 def defer_insert(instance: Model) -> None:
     """Insert ``instance`` soon, in one statement with the other rows of its model queued meanwhile
-    (at once inside a transaction or when the queue is full, as ``defer``)."""
+    (at once inside a transaction or when the queue is full, as ``defer``).
+
+    A batch goes through ``bulk_create``: no ``save()`` override and no signals run for its rows, so
+    this is for plain rows such as the retrieval log's."""
     if connection.in_atomic_block:
         _run(lambda: instance.save(force_insert=True))
         return
