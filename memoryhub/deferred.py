@@ -82,15 +82,16 @@ def defer_insert(instance: Model) -> None:
     """Insert ``instance`` soon, in one statement with the other rows of its model queued meanwhile
     (at once inside a transaction or when the queue is full, as ``defer``).
 
-    A batch goes through ``bulk_create``: no ``save()`` override and no signals run for its rows, so
-    this is for plain rows such as the retrieval log's."""
+    Rows go in through ``bulk_create``, one at a time or in a batch: no ``save()`` override and no
+    signals run for them, so this is for plain rows such as the retrieval log's."""
+    insert_now = functools.partial(_insert, type(instance), [instance])
     if connection.in_atomic_block:
-        _run(lambda: instance.save(force_insert=True))
+        _run(insert_now)
         return
     try:
         _queue().put_nowait(_Insert(instance))
     except queue.Full:
-        _run(lambda: instance.save(force_insert=True))
+        _run(insert_now)
 
 
 def flush(timeout: float = EXIT_WAIT_S, *, close: bool = False) -> bool:
@@ -170,16 +171,15 @@ def _run_batch(items: list[_Item]) -> None:
 
 def _insert(model: type[Model], instances: list[Model]) -> None:
     """One INSERT for ``instances``; if it fails, each row on its own, so one bad row loses only itself."""
-    if len(instances) == 1:
-        instances[0].save(force_insert=True)
-        return
     try:
         model._default_manager.bulk_create(instances)
     except DatabaseError:
+        if len(instances) == 1:
+            raise
         log.warning("a deferred insert of %d %s rows failed; inserting them one by one", len(instances), model.__name__)
         connection.close_if_unusable_or_obsolete()
         for instance in instances:
-            _run(functools.partial(instance.save, force_insert=True))
+            _run(functools.partial(_insert, model, [instance]))
 
 
 def _run(work: Callable[[], None]) -> None:

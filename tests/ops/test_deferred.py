@@ -135,3 +135,8 @@ def test_a_logged_row_keeps_the_time_it_was_made_not_the_time_it_was_inserted(pr
     release.set()
     assert deferred.flush(10)
     assert RetrievalLog.objects.get(correlation_id="when").created_at == made
+
+
+def test_inside_a_transaction_a_row_is_inserted_at_once_with_the_callers_work(project):
+    deferred.defer_insert(_log_row(project, "inline"))
+    assert RetrievalLog.objects.filter(correlation_id="inline").exists()  # visible in this transaction
