@@ -12,11 +12,13 @@ the queue is full (``QUEUE_LIMIT``: back-pressure, never a dropped write). Work 
 logged, never raised. At exit the queue is drained (``flush``), for ``EXIT_WAIT_S`` at most.
 Tests drain it after each test (``tests/conftest.py``).
 
-Rows go in batches: ``defer_insert(row)`` queues a model instance, and the writer, on taking one,
-gathers what else arrives within ``LINGER_S`` and inserts each model's rows in one statement, after
-the other work gathered with them. The log's INSERT, one per retrieve, was ~0.45 ms of the ~15 ms
-of CPU a retrieve costs at 100k memories and 4 clients (DECISIONS.md, "Session 10", issue 12). A
-flush ends the gathering at once.
+Work goes in batches: the writer, on taking an item, sleeps ``LINGER_S`` and then takes what was
+queued meanwhile, running the work in order and inserting each model's rows (``defer_insert``) in
+one statement after it. The log's INSERT, one per retrieve, was ~0.45 ms of the ~15 ms of CPU a
+retrieve costs at 100k memories and 4 clients (DECISIONS.md, "Session 10", issue 12). While it
+sleeps the writer waits on no queue, so queueing an item wakes no thread: a caller holding the
+GIL was otherwise switched out for the writer it woke, once per item (session 11). A flush ends
+the sleep at once.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ import logging
 import os
 import queue
 import threading
-import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -64,7 +65,18 @@ class _Marker:
 
 _Item = Callable[[], None] | _Insert
 _lock = threading.Lock()
-_writer: tuple[int, queue.Queue[_Item]] | None = None
+
+
+@dataclass(frozen=True)
+class _Writer:
+    """This process's writer: its pid, its queue, and the event a flush sets to end its sleep."""
+
+    pid: int
+    work: queue.Queue[_Item]
+    wake: threading.Event
+
+
+_writer: _Writer | None = None
 
 
 def defer(work: Callable[[], None]) -> None:
@@ -101,7 +113,7 @@ def flush(timeout: float = EXIT_WAIT_S, *, close: bool = False) -> bool:
     at exit, and between tests, which must not leave a connection to a database they drop.
     """
     writer = _writer
-    if writer is None or writer[0] != os.getpid():
+    if writer is None or writer.pid != os.getpid():
         return True
     done = threading.Event()
 
@@ -111,9 +123,10 @@ def flush(timeout: float = EXIT_WAIT_S, *, close: bool = False) -> bool:
         done.set()
 
     try:
-        writer[1].put(_Marker(mark), timeout=timeout)
+        writer.work.put(_Marker(mark), timeout=timeout)
     except queue.Full:
         return False
+    writer.wake.set()
     return done.wait(timeout)
 
 
@@ -121,31 +134,30 @@ def _queue() -> queue.Queue[_Item]:
     """This process's queue and its writer thread (started anew after a fork: threads do not survive it)."""
     global _writer
     writer = _writer
-    if writer is not None and writer[0] == os.getpid():
-        return writer[1]
+    if writer is not None and writer.pid == os.getpid():
+        return writer.work
     with _lock:
-        if _writer is None or _writer[0] != os.getpid():
-            work: queue.Queue[_Item] = queue.Queue(QUEUE_LIMIT)
-            threading.Thread(target=_serve, args=(work,), name="deferred-writes", daemon=True).start()
-            _writer = (os.getpid(), work)
-        return _writer[1]
+        if _writer is None or _writer.pid != os.getpid():
+            _writer = _Writer(os.getpid(), queue.Queue(QUEUE_LIMIT), threading.Event())
+            threading.Thread(target=_serve, args=(_writer,), name="deferred-writes", daemon=True).start()
+        return _writer.work
 
 
-def _serve(work: queue.Queue[_Item]) -> None:
+def _serve(writer: _Writer) -> None:
     while True:
-        _run_batch(_gather(work))
+        _run_batch(_gather(writer.work, writer.wake))
 
 
-def _gather(work: queue.Queue[_Item]) -> list[_Item]:
-    """The next item; when it is a row, also what arrives within ``LINGER_S`` (up to
-    ``BATCH_LIMIT`` items, until a flush's marker)."""
+def _gather(work: queue.Queue[_Item], wake: threading.Event) -> list[_Item]:
+    """The next item and, after ``LINGER_S`` (cut short by a flush), what was queued meanwhile,
+    up to ``BATCH_LIMIT`` items."""
     items = [work.get()]
-    if not isinstance(items[0], _Insert):
-        return items
-    deadline = time.monotonic() + LINGER_S
-    while len(items) < BATCH_LIMIT and not isinstance(items[-1], _Marker):
+    if not isinstance(items[0], _Marker):
+        wake.wait(LINGER_S)
+    wake.clear()
+    while len(items) < BATCH_LIMIT:
         try:
-            items.append(work.get(timeout=max(0.0, deadline - time.monotonic())))
+            items.append(work.get_nowait())
         except queue.Empty:
             break
     return items

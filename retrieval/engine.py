@@ -8,6 +8,7 @@ packing. Every stage that errors or runs out of time is skipped and named in
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -170,7 +171,8 @@ def retrieve(*, project: Project, request: RetrieveRequest, trace: Trace | None 
         trace.degraded.append("database")
         result = RetrieveResult()
     if key and "database" not in trace.degraded:
-        cache.put(key, result.cache_entry())
+        # After the answer, on the deferred writer: the caller does not wait for Redis.
+        deferred.defer(functools.partial(cache.put, key, result.cache_entry()))
     return _finish(project, request, trace, result, started)
 
 

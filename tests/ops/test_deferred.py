@@ -61,6 +61,7 @@ def test_a_full_queue_runs_the_work_at_once_instead_of_dropping_it():
     deferred.defer(lambda: release.wait(10))  # the writer is busy
     assert deferred.flush(0.2) is False  # it cannot finish while the writer is busy
     queued = deferred._queue()
+    waiting = queued.qsize()  # the flush marker, unless the writer took it with the busy work
     filler: list[int] = []
     with pytest.raises(queue.Full):
         while True:
@@ -70,7 +71,7 @@ def test_a_full_queue_runs_the_work_at_once_instead_of_dropping_it():
     assert names == [threading.current_thread().name]  # ran here, not dropped
     release.set()
     assert deferred.flush(10)
-    assert len(filler) == deferred.QUEUE_LIMIT - 1  # the flush marker queued behind the busy work took one place
+    assert len(filler) == deferred.QUEUE_LIMIT - waiting  # every place the queue had left was filled
 
 
 @pytest.mark.django_db(transaction=True)
@@ -140,3 +141,21 @@ def test_a_logged_row_keeps_the_time_it_was_made_not_the_time_it_was_inserted(pr
 def test_inside_a_transaction_a_row_is_inserted_at_once_with_the_callers_work(project):
     deferred.defer_insert(_log_row(project, "inline"))
     assert RetrievalLog.objects.filter(correlation_id="inline").exists()  # visible in this transaction
+
+
+@pytest.mark.django_db(transaction=True)
+def test_queueing_while_the_writer_sleeps_wakes_no_thread(project, monkeypatch):
+    monkeypatch.setattr(deferred, "LINGER_S", 60.0)
+    deferred.defer_insert(_log_row(project, "first"))
+    work = deferred._queue()
+    deadline = time.monotonic() + 5
+    while not work.empty() and time.monotonic() < deadline:  # the writer has taken it and sleeps
+        time.sleep(0.005)
+    time.sleep(0.02)
+    # Nobody waits on the queue, so a put notifies nobody: the caller keeps the CPU and the GIL.
+    assert work.empty() and not work.not_empty._waiters  # type: ignore[attr-defined]
+    deferred.defer_insert(_log_row(project, "second"))
+    assert deferred.flush(10)
+    with connection.cursor() as cursor:  # and both rows went in together, after the sleep
+        cursor.execute("SELECT count(*), count(DISTINCT xmin::text) FROM retrieval_retrievallog")
+        assert cursor.fetchone() == (2, 1)
