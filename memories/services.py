@@ -544,14 +544,15 @@ def api_key_authenticate(*, token: str) -> ApiKey | None:
     (``row_security.enter``): every transport that takes a key (the HTTP API, the MCP
     server) authenticates through here, so each enters the tenant wall the same way.
     """
-    key = api_key_active(key_hash=hash_api_key(token))
+    # The lookup enters the tenant wall in its own statement when the key matches.
+    key = api_key_active(key_hash=hash_api_key(token), enter_tenant=row_security.available())
     if key is None:
         return None
-    # One write a minute per key is plenty for "last used", and keeps reads read-only.
+    # One write a minute per key is plenty for "last used", and keeps reads read-only (the key's
+    # own row: the tenant role may write it).
     now = timezone.now()
     if key.last_used_at is None or now - key.last_used_at > timedelta(minutes=1):
         ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
-    row_security.enter(key.project_id)
     return key
 
 

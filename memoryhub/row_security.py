@@ -127,8 +127,21 @@ def enter(project_id: int) -> bool:
         cursor.execute(
             f"SELECT set_config('{SETTING}', %s, false), set_config('role', %s, false)", [str(int(project_id)), ROLE]
         )
-    connection.memoryhub_tenant = int(project_id)  # type: ignore[attr-defined]
+    entered(project_id)
     return True
+
+
+def enter_columns(project_column: str) -> str:
+    """Select-list columns that do what :func:`enter` does for the project in ``project_column``,
+    for a statement that reads that project anyway: the API-key lookup enters the tenant role in its
+    own round trip (one fewer per API request), and only when a row matches. The caller then calls
+    :func:`entered` with the project."""
+    return f"set_config('{SETTING}', ({project_column})::text, false), set_config('role', '{ROLE}', false)"
+
+
+def entered(project_id: int) -> None:
+    """Record that this connection is confined to ``project_id`` (after :func:`enter_columns`)."""
+    connection.memoryhub_tenant = int(project_id)  # type: ignore[attr-defined]
 
 
 def leave() -> None:
