@@ -8,7 +8,6 @@ packing. Every stage that errors or runs out of time is skipped and named in
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import logging
 import os
@@ -171,8 +170,9 @@ def retrieve(*, project: Project, request: RetrieveRequest, trace: Trace | None 
         trace.degraded.append("database")
         result = RetrieveResult()
     if key and "database" not in trace.degraded:
-        # After the answer, on the deferred writer: the caller does not wait for Redis.
-        deferred.defer(functools.partial(cache.put, key, result.cache_entry()))
+        # Before the answer, not on the deferred writer: the same turn_id asked again at once must
+        # find it (API.md: no new LLM or embedding call).
+        cache.put(key, result.cache_entry())
     return _finish(project, request, trace, result, started)
 
 

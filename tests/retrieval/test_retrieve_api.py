@@ -171,6 +171,14 @@ def test_a_cached_turn_has_the_same_body_as_the_first_answer(api, alice_memories
     assert {k: second[k] for k in keep} == {k: first[k] for k in keep}
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_turn_asked_again_at_once_is_cached_outside_a_transaction_too(api, alice_memories):
+    # As a server runs it (no enclosing transaction, deferred writes on their thread): the entry is
+    # in Redis before the first answer returns, not up to a batch window later.
+    retrieve(api, query="What does Alice drink?", turn_id="turn-again", min_score=0)
+    assert retrieve(api, query="What does Alice drink?", turn_id="turn-again", min_score=0)["cached"] is True
+
+
 def test_hyde_hypotheses_are_returned_and_used(api, alice_memories, llm):
     llm.script_chat("1. Alice drinks green tea.\n2. Alice's favourite beverage is tea.")
     result = retrieve(api, query="What should I bring her?", hyde=True)
