@@ -124,9 +124,7 @@ def enter(project_id: int) -> bool:
     if not available():
         return False
     with connection.cursor() as cursor:  # one round trip: set_config('role') is SET ROLE
-        cursor.execute(
-            f"SELECT set_config('{SETTING}', %s, false), set_config('role', %s, false)", [str(int(project_id)), ROLE]
-        )
+        cursor.execute(f"SELECT {enter_columns('%s')}", [int(project_id)])
     entered(project_id)
     return True
 
