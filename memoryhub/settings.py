@@ -155,6 +155,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "memoryhub.inflight.InFlightMiddleware",
     "memoryhub.row_security.RowSecurityMiddleware",
     "memoryhub.security.SecurityHeadersMiddleware",
     "memoryhub.errors.ApiErrorEnvelopeMiddleware",
@@ -247,6 +248,12 @@ MEMORYHUB_EMBEDDING_API_KEY = env.secret(
 MEMORYHUB_EMBED_TIMEOUT = env.number("MEMORYHUB_EMBED_TIMEOUT", 10.0, "seconds for one embeddings request", minimum=0)
 MEMORYHUB_EMBED_THREADS = env.integer(
     "MEMORYHUB_EMBED_THREADS", 0, "threads of the local embedder (0: the CPUs this process may use)", minimum=0
+)
+MEMORYHUB_QUERY_THREADS = env.integer(
+    "MEMORYHUB_QUERY_THREADS",
+    2,
+    "threads of the local embedder for a question while the web service answers nothing else (1: one always)",
+    minimum=1,
 )
 OPENAI_API_KEY = env.secret(
     "OPENAI_API_KEY", "key for the OpenAI-compatible endpoint (chat, and embeddings by default)"

@@ -26,6 +26,7 @@ import numpy.typing as npt
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from memoryhub import inflight
 from retrieval import mpnet
 from retrieval.llm import describe_openai_error, openai_client
 
@@ -172,11 +173,12 @@ class LocalEmbedder:
         return self._embed_batches(texts, threads=1 if len(texts) <= QUERY_TEXTS else self.threads())
 
     def _embed_alone(self, texts: Sequence[str]) -> Vectors:
-        model = self._model(1, self.int8)
         if len(texts) <= QUERY_TEXTS:
+            model = self._model(self.query_threads(), self.int8)
             # ``encode``, not ``encode_batch``: the batch call wakes the tokenizer's own thread pool,
             # which competes with the search running beside a query (engine A/B: mean 9.1 -> 8.6 ms).
             return np.vstack([self._embed_batch(model, [model.tokenizer.encode(text).ids]) for text in texts])
+        model = self._model(1, self.int8)
         token_ids = [encoding.ids for encoding in model.tokenizer.encode_batch(list(texts))]
         workers = self.threads()
         if workers == 1:
@@ -206,8 +208,23 @@ class LocalEmbedder:
 
     def load(self) -> None:
         """Load the model now (e.g. at worker start-up) instead of on the first ``embed``."""
-        for threads, int8 in {(1, self.int8)} if self.one_at_a_time else {(1, False), (self.threads(), False)}:
+        sessions = {(1, self.int8), (self.query_threads(), self.int8)}  # a question, under load and alone
+        if not self.one_at_a_time:
+            sessions |= {(1, False), (self.threads(), False)}
+        for threads, int8 in sessions:
             self._model(threads, int8)
+
+    def query_threads(self) -> int:
+        """Threads for a question (at most QUERY_TEXTS texts): MEMORYHUB_QUERY_THREADS, up to the
+        usable CPUs, while the web service answers no other request; one otherwise.
+
+        On a quiet machine the other cores idle while a question embeds: on an AVX2-only 2-core
+        EPYC a question took 14.4 ms on one thread and 8.5 on two, the same vector bit for bit.
+        Under load every core is busy with other requests, and the second thread only adds
+        hand-offs (DECISIONS.md, issue 12, session 12). The request asking counts itself.
+        """
+        wanted = min(int(settings.MEMORYHUB_QUERY_THREADS), _usable_cpus())
+        return wanted if wanted > 1 and inflight.answering() <= 1 else 1
 
     def threads(self) -> int:
         """Intra-op threads for batches: the constructor's, MEMORYHUB_EMBED_THREADS, or the usable CPUs."""
@@ -529,10 +546,14 @@ _health: tuple[float, str] = (0.0, "")
 
 
 def warm_queries() -> None:
-    """Build the session a query runs on now (the local model's int8 session: ~0.4 s to rewrite and
-    load) by embedding one short query; a failure is left for the first request to meet."""
+    """Build the sessions a query runs on (the local model's int8 sessions, on one thread and on
+    ``query_threads()``: ~0.4 s each to rewrite and load) and embed one short query; a failure is
+    left for the first request to meet."""
     with contextlib.suppress(Exception):
-        get_embedder().embed(["warm up"])
+        embedder = get_embedder()
+        if isinstance(embedder, LocalEmbedder):
+            embedder.load()
+        embedder.embed(["warm up"])
 
 
 def embedder_health() -> str:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -8,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from memoryhub import inflight
 from retrieval.embedders import (
     LOCAL_MODEL_NAME,
     EmbedderError,
@@ -296,11 +298,33 @@ def test_a_text_gets_one_vector_alone_in_a_batch_and_over_threads() -> None:
     batch = embedder.embed(texts)
     alone = np.vstack([embedder.embed([text]) for text in QUESTIONS_AND_MEMORIES])
 
-    assert set(embedder._loaded) == {(1, True)}  # one session, the int8 one, on one thread per run
+    # The int8 route only: on one thread per run, and a question alone on query_threads().
+    assert {(1, True), (embedder.query_threads(), True)} == set(embedder._loaded)
     n = len(QUESTIONS_AND_MEMORIES)
     for copy in range(3):
         np.testing.assert_array_equal(batch[copy * n : (copy + 1) * n], alone)
     np.testing.assert_allclose(np.linalg.norm(batch, axis=1), 1.0, atol=1e-5)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two usable CPUs")
+def test_a_question_takes_two_threads_only_while_no_other_request_is_answered(settings: Any) -> None:
+    embedder = LocalEmbedder()
+    question = ["Which database did we pick for the analytics service, and why not ClickHouse?"]
+
+    with inflight.answering_one():  # the request asking
+        assert embedder.query_threads() == 2
+        alone = embedder.embed(question)
+        assert set(embedder._loaded) == {(2, True)}
+        with inflight.answering_one():  # another request, in this process or another worker
+            assert embedder.query_threads() == 1
+            busy = embedder.embed(question)
+        assert set(embedder._loaded) == {(1, True), (2, True)}
+    np.testing.assert_array_equal(alone, busy)  # the same vector on either session, bit for bit
+
+    settings.MEMORYHUB_QUERY_THREADS = 1
+    assert embedder.query_threads() == 1  # off: one thread always
+    settings.MEMORYHUB_QUERY_THREADS = 8
+    assert embedder.query_threads() == min(8, len(os.sched_getaffinity(0)))  # up to the usable CPUs
 
 
 def test_the_int8_route_is_within_cosine_0_98_of_the_float32_products() -> None:
