@@ -208,7 +208,7 @@ class LocalEmbedder:
 
     def load(self) -> None:
         """Load the model now (e.g. at worker start-up) instead of on the first ``embed``."""
-        sessions = {(1, self.int8), (self.query_threads(), self.int8)}  # a question, under load and alone
+        sessions = {(1, self.int8), (self._query_threads_alone(), self.int8)}  # a question, under load and alone
         if not self.one_at_a_time:
             sessions |= {(1, False), (self.threads(), False)}
         for threads, int8 in sessions:
@@ -223,8 +223,11 @@ class LocalEmbedder:
         Under load every core is busy with other requests, and the second thread only adds
         hand-offs (DECISIONS.md, issue 12, session 12). The request asking counts itself.
         """
-        wanted = min(int(settings.MEMORYHUB_QUERY_THREADS), _usable_cpus())
-        return wanted if wanted > 1 and inflight.answering() <= 1 else 1
+        alone = self._query_threads_alone()
+        return alone if alone > 1 and inflight.answering() <= 1 else 1
+
+    def _query_threads_alone(self) -> int:
+        return min(int(settings.MEMORYHUB_QUERY_THREADS), _usable_cpus())
 
     def threads(self) -> int:
         """Intra-op threads for batches: the constructor's, MEMORYHUB_EMBED_THREADS, or the usable CPUs."""

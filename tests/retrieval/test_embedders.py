@@ -321,6 +321,12 @@ def test_a_question_takes_two_threads_only_while_no_other_request_is_answered(se
         assert set(embedder._loaded) == {(1, True), (2, True)}
     np.testing.assert_array_equal(alone, busy)  # the same vector on either session, bit for bit
 
+    # Loading builds both sessions, whatever is answered at the time (a worker's warm start).
+    loading = LocalEmbedder()
+    with inflight.answering_one(), inflight.answering_one():
+        loading.load()
+    assert set(loading._loaded) == {(1, True), (2, True)}
+
     settings.MEMORYHUB_QUERY_THREADS = 1
     assert embedder.query_threads() == 1  # off: one thread always
     settings.MEMORYHUB_QUERY_THREADS = 8
