@@ -216,15 +216,17 @@ class LocalEmbedder:
 
     def query_threads(self) -> int:
         """Threads for a question (at most QUERY_TEXTS texts): MEMORYHUB_QUERY_THREADS, up to the
-        usable CPUs, while the web service answers no other request; one otherwise.
+        usable CPUs, while the request asking is the only one the web service answers; one otherwise.
 
         On a quiet machine the other cores idle while a question embeds: on an AVX2-only 2-core
         EPYC a question took 14.4 ms on one thread and 8.5 on two, the same vector bit for bit.
         Under load every core is busy with other requests, and the second thread only adds
-        hand-offs (DECISIONS.md, issue 12, session 12). The request asking counts itself.
+        hand-offs (DECISIONS.md, issue 12, session 12). Outside a request (Celery's workers
+        embedding a capture's memories, management commands) nothing tells how busy the machine
+        is: one thread, as before.
         """
         alone = self._query_threads_alone()
-        return alone if alone > 1 and inflight.answering() <= 1 else 1
+        return alone if alone > 1 and inflight.answering() == 1 else 1
 
     def _query_threads_alone(self) -> int:
         return min(int(settings.MEMORYHUB_QUERY_THREADS), _usable_cpus())
