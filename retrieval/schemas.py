@@ -8,7 +8,7 @@ from ninja import Schema
 from pydantic import Field, StringConstraints, model_validator
 
 from conversations.schemas import ChatMessageIn
-from memories.schemas import Category, KindName, MemoryOut, StrictSchema, UserId, memory_out
+from memories.schemas import BodyOut, Category, KindName, MemoryOut, StrictSchema, UserId, memory_out
 
 if TYPE_CHECKING:
     from retrieval.engine import Hit, RetrieveResult
@@ -45,7 +45,7 @@ class RetrievedMemoryOut(MemoryOut):
     chain: list[MemoryOut]
 
 
-class RetrieveOut(Schema):
+class RetrieveOut(BodyOut):
     memories: list[RetrievedMemoryOut]
     injection: str
     token_count: int

@@ -18,7 +18,6 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from django.db import close_old_connections, connection
-from ninja import Schema
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
@@ -72,7 +71,7 @@ class Tool:
     name: str
     description: str
     schema: type[BaseModel]
-    out: type[Schema]
+    out: type[BaseModel]
     run: Callable[[Principal, Any], Any]
 
 
