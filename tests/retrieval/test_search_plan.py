@@ -10,10 +10,18 @@ from django.db import connection, transaction
 from pgvector import Vector
 
 from memories import services
+from memories.fields import vector_literal
 from memories.models import GIN_PENDING_LIST_KB
 from memoryhub import row_security
 from retrieval.memory_vectors import embed_memories
-from retrieval.search import BOILERPLATE_LEXEMES, FUSION_SQL, KEYWORD_SQL, keyword_arrays, search_settings
+from retrieval.search import (
+    BOILERPLATE_LEXEMES,
+    FUSION_SQL,
+    KEYWORD_SQL,
+    array_literal,
+    keyword_arrays,
+    search_settings,
+)
 
 
 def statement_params(project_id: int) -> dict[str, Any]:
@@ -194,3 +202,26 @@ def test_new_rows_wait_in_a_short_pending_list_that_every_full_text_search_reads
         cursor.execute("SELECT gin_clean_pending_list('memory_user_search_gin'::regclass)")
         (pending_pages,) = cursor.fetchone()
     assert pending_pages <= GIN_PENDING_LIST_KB // 8 + 1
+
+
+def test_the_keyword_hits_and_vectors_reach_the_fusion_statement_as_sent(db):
+    """The arrays go as one literal each (``array_literal``), not as lists psycopg dumps element by
+    element; Postgres must read back the very values: ids, ranks, float4 scores as float8, a
+    missing coverage, the smallest numbers, and each query vector."""
+    first, second = "0b8a3e6c-0d7e-4b6f-9a43-2f1d5a7c9e01", "7f3c2a10-5b9d-4e8f-a1c2-d3e4f5a6b7c8"
+    hits = [(first, 0.0607927143573761, 1, 0.5, []), (second, 1e-20, 2, None, []), (None, None, None, None, ["the"])]
+    vectors = [np.full(384, 0.1, dtype=np.float32), np.arange(384, dtype=np.float32) / 7]
+    sent = keyword_arrays(hits) | {"vectors": array_literal(f'"{vector_literal(vector)}"' for vector in vectors)}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT k.id::text, k.s, k.r, k.c FROM unnest(%(kw_ids)s::uuid[], %(kw_scores)s::float8[],"
+            " %(kw_ranks)s::bigint[], %(kw_coverage)s::float8[]) AS k(id, s, r, c)",
+            sent,
+        )
+        assert cursor.fetchall() == [(first, 0.0607927143573761, 1, 0.5), (second, 1e-20, 2, None)]
+        cursor.execute("SELECT v::vector(384)::text FROM unnest(%(vectors)s::text[]) AS t(v)", sent)
+        read = [Vector.from_text(row[0]).to_numpy() for row in cursor.fetchall()]
+        assert len(read) == 2 and all(np.array_equal(a, b) for a, b in zip(read, vectors, strict=True))
+    assert keyword_arrays([(None, None, None, None, [])]) == dict.fromkeys(
+        ("kw_ids", "kw_scores", "kw_ranks", "kw_coverage"), "{}"
+    )
