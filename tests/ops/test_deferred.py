@@ -159,3 +159,40 @@ def test_queueing_while_the_writer_sleeps_wakes_no_thread(project, monkeypatch):
     with connection.cursor() as cursor:  # and both rows went in together, after the sleep
         cursor.execute("SELECT count(*), count(DISTINCT xmin::text) FROM retrieval_retrievallog")
         assert cursor.fetchone() == (2, 1)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_deferred_row_is_stored_as_the_orm_stores_it(project):
+    """The writer's own INSERT (``_insert_rows``) writes every column as ``bulk_create`` does: JSON
+    lists and objects, text that needs quoting, floats, booleans, the time the row was made."""
+
+    def row(correlation_id: str) -> RetrievalLog:
+        return RetrievalLog(
+            project=project,
+            user_id='o\'brien \\ "quoted" ü',
+            correlation_id=correlation_id,
+            query_hash="ab" * 32,
+            result_count=2,
+            memory_ids=["0b8a3e6c-0d7e-4b6f-9a43-2f1d5a7c9e01", "it's"],
+            scores=[0.5123, 1e-07],
+            latency_ms=15.25,
+            degraded=["hyde_unavailable"],
+            timings={"embed": 3.7, "total": 14.0, "naïve": 0.0},
+            cached=True,
+        )
+
+    RetrievalLog.objects.bulk_create([row("by-orm")])
+    deferred.defer_insert(row("by-writer"))
+    deferred.defer_insert(row("by-writer-too"))
+    assert deferred.flush(10)
+    columns = [
+        f.attname for f in RetrievalLog._meta.concrete_fields if f.attname not in ("id", "correlation_id", "created_at")
+    ]
+    stored = {r["correlation_id"]: r for r in RetrievalLog.objects.values("correlation_id", *columns)}
+    assert stored.keys() == {"by-orm", "by-writer", "by-writer-too"}
+    assert {key: value for key, value in stored["by-writer"].items() if key != "correlation_id"} == {
+        key: value for key, value in stored["by-orm"].items() if key != "correlation_id"
+    }
+    with connection.cursor() as cursor:  # the same JSON types as the ORM's, not strings holding JSON
+        cursor.execute("SELECT DISTINCT jsonb_typeof(memory_ids), jsonb_typeof(timings) FROM retrieval_retrievallog")
+        assert cursor.fetchall() == [("array", "object")]
