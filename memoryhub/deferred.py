@@ -197,12 +197,16 @@ def _insert(model: type[Model], instances: list[Model]) -> None:
 
 def _insert_rows(model: type[Model], instances: list[Model]) -> None:
     """``instances`` in one INSERT, each column as ``bulk_create`` would write it (the field's
-    ``pre_save`` and database value; a primary key the database numbers is left to it), without the
-    ORM's query building: 0.34-0.43 ms a retrieval log row before, 0.20-0.22 now, three rows a
-    statement with its round trip (DECISIONS.md, issue 12, session 13). The instances get no
-    primary key back: nobody reads them.
+    ``pre_save`` and database value; a primary key the database numbers and generated columns are
+    left to it), without the ORM's query building: 0.34-0.43 ms a retrieval log row before,
+    0.20-0.22 now, three rows a statement with its round trip (DECISIONS.md, issue 12, session 13).
+    The instances get no primary key back: nobody reads them.
     """
-    fields = [field for field in model._meta.concrete_fields if not (field.primary_key and field.db_returning)]
+    fields = [
+        field
+        for field in model._meta.concrete_fields
+        if not (field.primary_key and field.db_returning) and not getattr(field, "generated", False)
+    ]
     values = [field.get_db_prep_save(field.pre_save(row, True), connection) for row in instances for field in fields]
     placeholders = ", ".join(["(" + ", ".join(["%s"] * len(fields)) + ")"] * len(instances))
     columns = ", ".join(connection.ops.quote_name(str(field.column)) for field in fields)
