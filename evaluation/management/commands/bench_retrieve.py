@@ -2,7 +2,8 @@
 
 Seeds (or reuses) a ``bench-retrieve`` project, starts gunicorn on a free loopback
 port, and measures the first retrieves it answers (warm start), then POST /api/v1/retrieve
-p50/p95/p99 and throughput at 1 and 4 concurrent clients, with HyDE off and with HyDE
+p50/p95/p99, throughput and the CPU a request costs the web workers and the database backends
+(``evaluation/process_cpu.py``) at 1 and 4 concurrent clients, with HyDE off and with HyDE
 against a fast loopback stub.
 
 Seeding shortcut (documented, not hidden): the synthetic corpus has ~8k distinct
@@ -29,6 +30,7 @@ import numpy as np
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection, transaction
 
+from evaluation.process_cpu import CpuWindow, children
 from evaluation.synthetic import synthetic_sentences
 from memories import services
 from memories.fields import vector_literal
@@ -67,12 +69,20 @@ class Command(BaseCommand):
             scenarios.append(("hyde_stub", {"MEMORYHUB_LLM_BASE_URL": stub.base_url, "OPENAI_API_KEY": "bench"}))
         try:
             for name, env in scenarios:
-                with _server(env) as port:
+                server = _server(env)
+                with server as port:
                     if name == "hyde_off":
                         report["first_calls_ms"] = first_calls(port, key)
                         self.stderr.write(f"first calls after start: {report['first_calls_ms']}")
                     for clients in (int(c) for c in options["concurrency"].split(",")):
-                        row = measure(port, key, clients=clients, requests=options["requests"], hyde=name != "hyde_off")
+                        row = measure(
+                            port,
+                            key,
+                            clients=clients,
+                            requests=options["requests"],
+                            hyde=name != "hyde_off",
+                            web_pids=children(server.process.pid),
+                        )
                         report["scenarios"].append({"scenario": name, **row})
                         self.stderr.write(f"{name} x{clients}: {row}")
         finally:
@@ -238,7 +248,11 @@ def first_calls(port: int, key: str, *, calls: int = 8) -> list[float]:
     return latencies
 
 
-def measure(port: int, key: str, *, clients: int, requests: int, hyde: bool) -> dict[str, Any]:
+def measure(
+    port: int, key: str, *, clients: int, requests: int, hyde: bool, web_pids: list[int] | None = None
+) -> dict[str, Any]:
+    """Latency and throughput of ``requests`` retrieves from ``clients`` connections; with the web
+    workers' ``web_pids``, also the CPU a request cost them and the database backends."""
     queries = synthetic_sentences(requests + 50, seed=99, tag="q")
     latencies: list[float] = []
     degraded: list[str] = []
@@ -259,6 +273,7 @@ def measure(port: int, key: str, *, clients: int, requests: int, hyde: bool) -> 
                 latencies.append((time.perf_counter() - started) * 1000)
                 degraded.extend(stages)
 
+    cpu = CpuWindow(web_pids).start() if web_pids else None
     started = time.perf_counter()
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
     for t in threads:
@@ -266,6 +281,7 @@ def measure(port: int, key: str, *, clients: int, requests: int, hyde: bool) -> 
     for t in threads:
         t.join()
     seconds = time.perf_counter() - started
+    cpu_row = {"cpu_ms_per_request": cpu.stop(len(latencies))} if cpu else {}
     quantiles = [float(v) for v in np.percentile(latencies, [50, 95, 99])]
     return {
         "clients": clients,
@@ -277,6 +293,7 @@ def measure(port: int, key: str, *, clients: int, requests: int, hyde: bool) -> 
         "throughput_rps": round(len(latencies) / seconds, 1),
         # Answers that skipped a stage (HyDE down, a timeout) are fast for the wrong reason.
         "degraded": dict(Counter(degraded)),
+        **cpu_row,
     }
 
 
