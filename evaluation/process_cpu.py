@@ -56,7 +56,17 @@ def database_backends() -> list[int]:
             "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend'"
         )
         pids = [int(row[0]) for row in cursor.fetchall()]
-    return [pid for pid in pids if cpu_seconds(pid) is not None]
+    # A server on another host numbers its processes apart from ours: keep a pid only when this
+    # machine's process of that number is a Postgres server process.
+    return [pid for pid in pids if _command(pid) == "postgres"]
+
+
+def _command(pid: int) -> str | None:
+    try:
+        with open(f"{PROC}/{pid}/comm") as comm:
+            return comm.read().strip()
+    except OSError:
+        return None
 
 
 @dataclass
