@@ -9,7 +9,7 @@ import time
 
 from django.db import connection
 
-from evaluation.process_cpu import CpuWindow, children, cpu_seconds, database_backends
+from evaluation.process_cpu import CpuWindow, _command, children, cpu_seconds, database_backends
 
 
 def _burn(seconds: float) -> None:
@@ -43,6 +43,8 @@ def test_a_window_counts_the_web_side_and_the_backend_that_worked_in_it(db):
         cursor.execute("SELECT pg_backend_pid()")
         backend = cursor.fetchone()[0]
     assert backend in database_backends()
+    # A pid from another host's server would name some process of this machine: only Postgres counts.
+    assert _command(backend) == "postgres" and _command(os.getpid()) != "postgres"
     window = CpuWindow([os.getpid()]).start()
     _burn(0.2)
     with connection.cursor() as cursor:  # a few tenths of a second of the backend's CPU
