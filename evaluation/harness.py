@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from evaluation.process_cpu import descendants
+
 
 def free_port() -> int:
     with socket.socket() as probe:
@@ -84,7 +86,7 @@ class Service:
     def kill(self, name: str) -> None:
         """SIGKILL (a crash, not a shutdown)."""
         process = self.processes[name]
-        for pid in _descendants(process.pid):
+        for pid in descendants(process.pid):
             os.kill(pid, signal.SIGKILL)
         process.kill()
         process.wait(30)
@@ -117,7 +119,7 @@ class Service:
 
     def pids(self) -> dict[str, list[int]]:
         """Each process and its children (gunicorn workers, Celery pool processes)."""
-        return {name: [p.pid, *_descendants(p.pid)] for name, p in self.processes.items() if p.poll() is None}
+        return {name: [p.pid, *descendants(p.pid)] for name, p in self.processes.items() if p.poll() is None}
 
 
 def rss_mib(pid: int) -> float | None:
@@ -128,17 +130,3 @@ def rss_mib(pid: int) -> float | None:
     except OSError:
         return None
     return None
-
-
-def _descendants(pid: int) -> list[int]:
-    found: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found += [int(entry.name), *_descendants(int(entry.name))]
-    return found

@@ -18,35 +18,34 @@ from django.db import connection
 PROC = "/proc"
 
 
-def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU seconds of process ``pid`` (all its threads), or None when it is gone."""
+def _stat(pid: int) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state, parent, ...), or None when
+    the process is gone. The name may hold spaces and parentheses: the fields start after the last ')'."""
     try:
         with open(f"{PROC}/{pid}/stat") as stat:
-            # The command name may hold spaces and parentheses: the fields start after the last ')'.
-            fields = stat.read().rsplit(")", 1)[1].split()
+            return stat.read().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def children(pid: int) -> list[int]:
-    """The processes whose parent is ``pid`` (a gunicorn master's workers)."""
-    found = []
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` (all its threads), or None when it is gone."""
+    fields = _stat(pid)
+    return None if fields is None else (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes ``pid`` started and theirs (a gunicorn master's workers, Celery's pool)."""
     try:
-        names = os.listdir(PROC)
+        names = [name for name in os.listdir(PROC) if name.isdigit()]
     except OSError:
         return []
+    found: list[int] = []
     for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"{PROC}/{name}/stat") as stat:
-                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        if parent == pid:
-            found.append(int(name))
-    return sorted(found)
+        fields = _stat(int(name))
+        if fields is not None and int(fields[1]) == pid:
+            found += [int(name), *descendants(int(name))]
+    return found
 
 
 def database_backends() -> list[int]:

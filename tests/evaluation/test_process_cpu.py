@@ -9,7 +9,7 @@ import time
 
 from django.db import connection
 
-from evaluation.process_cpu import CpuWindow, _command, children, cpu_seconds, database_backends
+from evaluation.process_cpu import CpuWindow, _command, cpu_seconds, database_backends, descendants
 
 
 def _burn(seconds: float) -> None:
@@ -28,12 +28,20 @@ def test_a_process_cpu_time_grows_as_it_works_and_a_finished_one_has_none():
     assert cpu_seconds(gone.pid) is None
 
 
-def test_children_are_the_processes_this_one_started():
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+def test_descendants_are_the_processes_this_one_started_and_theirs():
+    sleep = "import time; time.sleep(30)"
+    script = f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {sleep!r}]); time.sleep(30)"
+    child = subprocess.Popen([sys.executable, "-c", script])
     try:
-        assert child.pid in children(os.getpid())
-        assert child.pid not in children(child.pid)
+        deadline = time.monotonic() + 10
+        while len(descendants(child.pid)) < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (grandchild,) = descendants(child.pid)
+        assert {child.pid, grandchild} <= set(descendants(os.getpid()))
+        assert child.pid not in descendants(child.pid)
     finally:
+        for pid in descendants(child.pid):
+            os.kill(pid, 9)
         child.kill()
         child.wait()
 

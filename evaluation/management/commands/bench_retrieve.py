@@ -30,7 +30,7 @@ import numpy as np
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection, transaction
 
-from evaluation.process_cpu import CpuWindow, children
+from evaluation.process_cpu import CpuWindow, descendants
 from evaluation.synthetic import synthetic_sentences
 from memories import services
 from memories.fields import vector_literal
@@ -81,7 +81,7 @@ class Command(BaseCommand):
                             clients=clients,
                             requests=options["requests"],
                             hyde=name != "hyde_off",
-                            web_pids=children(server.process.pid),
+                            web_pids=descendants(server.process.pid),
                         )
                         report["scenarios"].append({"scenario": name, **row})
                         self.stderr.write(f"{name} x{clients}: {row}")
