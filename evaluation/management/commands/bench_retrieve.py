@@ -6,9 +6,13 @@ p50/p95/p99, throughput and the CPU a request costs the web workers and the data
 (``evaluation/process_cpu.py``) at 1 and 4 concurrent clients, with HyDE off and with HyDE
 against a fast loopback stub.
 
-Seeding shortcut (documented, not hidden): the synthetic corpus has ~8k distinct
-sentences; each is embedded once with the real model and its vector reused for the
-variants that differ only in their "(note N)" suffix.
+The memories are 100k different sentences (``evaluation.synthetic.varied_memories``), each
+embedded with the real model (~1,100 texts/s on two cores); the questions come from the same
+generator. Their nearest-neighbour cosines are spread as LoCoMo's are. Until session 14 the corpus
+was ~8,400 sentences with "(note N)" variants of each, and one vector per sentence reused for its
+variants: pgvector keeps identical vectors as one graph element, so the HNSW graph had ~8.4k
+elements, and every walk was cheaper than on 100k memories (DECISIONS.md, issue 12, session 14).
+A home seeded with that corpus is seeded again.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection, transaction
 
 from evaluation.process_cpu import CpuWindow, descendants
-from evaluation.synthetic import synthetic_sentences
+from evaluation.synthetic import varied_memories
 from memories import services
 from memories.fields import vector_literal
 from memories.models import Embedding, EmbeddingStatus, Memory, Project
@@ -112,10 +116,9 @@ ORDER BY (vector::vector(384) <=> %(q)s::vector(384)) + 0 LIMIT 10
 def vector_recall(project: Project, queries: int = 200) -> dict[str, Any]:
     """How often the filtered HNSW top 10 (engine settings) equals an exact search of the user's rows.
 
-    Tie-aware: a row counts when its distance is within the exact 10th distance (the
-    synthetic corpus repeats sentences, so equal distances are common).
+    Tie-aware: a row counts when its distance is within the exact 10th distance.
     """
-    texts = [s.split(" (note")[0] + "?" for s in synthetic_sentences(queries, seed=5, tag="r")]
+    texts = questions(queries, seed=5)
     vectors = embed_texts(texts, embedder=embedder_for_model(LOCAL_MODEL_NAME))
     matches, timings, exact_timings = 0, [], []
     for i, vector in enumerate(vectors):
@@ -149,16 +152,16 @@ def seed(count: int, *, log: Any) -> Project:
     project = services.project_get_or_create(slug="bench-retrieve")
     project.retrieval_rate_limit, project.hyde_enabled = 0, True
     project.save(update_fields=["retrieval_rate_limit", "hyde_enabled"])
-    if project.memories.count() >= count:
+    texts = varied_memories(count, seed=7)
+    if project.memories.count() == count and project.memories.filter(content__in=[texts[0], texts[-1]]).count() == 2:
         refresh_keyword_stats(project_id=project.pk)
         return project
     project.memories.all().delete()
-    texts = synthetic_sentences(count, seed=7, tag="")
-    bases = sorted({t.rsplit(" (note", 1)[0] for t in texts})
-    log(f"embedding {len(bases)} distinct sentences")
-    vectors = dict(zip(bases, embed_texts(bases, embedder=embedder_for_model(LOCAL_MODEL_NAME)), strict=True))
+    # The model itself, not embed_texts: its Redis cache would keep 100k vectors nobody asks for.
+    embedder = embedder_for_model(LOCAL_MODEL_NAME)
     for start in range(0, count, 5000):
         chunk = texts[start : start + 5000]
+        vectors = embedder.embed(chunk)
         memories = Memory.objects.bulk_create(
             [
                 Memory(
@@ -181,10 +184,10 @@ def seed(count: int, *, log: Any) -> Project:
                     scope=m.scope,
                     model=LOCAL_MODEL_NAME,
                     dimension=384,
-                    vector=vectors[m.content.rsplit(" (note", 1)[0]],
+                    vector=vector,
                     content_hash=m.content_hash,
                 )
-                for m in memories
+                for m, vector in zip(memories, vectors, strict=True)
             ]
         )
         log(f"seeded {start + len(chunk)}/{count}")
@@ -239,10 +242,10 @@ def first_calls(port: int, key: str, *, calls: int = 8) -> list[float]:
     Each on a new connection, as many as it takes to reach every worker process and thread.
     """
     latencies = []
-    for n, query in enumerate(synthetic_sentences(calls, seed=11, tag="f")):
+    for n, query in enumerate(questions(calls, seed=11)):
         conn = _client(port)
         started = time.perf_counter()
-        _post(conn, key, f"{query.split(' (note')[0]}?", hyde=False, user=n % USERS)
+        _post(conn, key, query, hyde=False, user=n % USERS)
         latencies.append(round((time.perf_counter() - started) * 1000, 1))
         conn.close()
     return latencies
@@ -253,7 +256,7 @@ def measure(
 ) -> dict[str, Any]:
     """Latency and throughput of ``requests`` retrieves from ``clients`` connections; with the web
     workers' ``web_pids``, also the CPU a request cost them and the database backends."""
-    queries = synthetic_sentences(requests + 50, seed=99, tag="q")
+    queries = questions(requests + 50, seed=99)
     latencies: list[float] = []
     degraded: list[str] = []
     lock = threading.Lock()
@@ -265,9 +268,9 @@ def measure(
         conn = _client(port)
         for n in range(offset, requests, clients):
             started = time.perf_counter()
-            # A unique tag per request: the corpus repeats sentences, and a repeated query
-            # would get its vector from the embedding cache instead of the model.
-            query = f"{queries[50 + n].split(' (note')[0]}? (ref {uuid.uuid4().hex[:8]})"
+            # A unique tag per request: a repeated query would get its vector from the embedding
+            # cache instead of the model.
+            query = f"{queries[50 + n]} (ref {uuid.uuid4().hex[:8]})"
             stages = _post(conn, key, query, hyde=hyde, user=n % USERS)
             with lock:
                 latencies.append((time.perf_counter() - started) * 1000)
@@ -295,6 +298,11 @@ def measure(
         "degraded": dict(Counter(degraded)),
         **cpu_row,
     }
+
+
+def questions(count: int, *, seed: int) -> list[str]:
+    """Questions as an agent would ask about such memories: sentences of the corpus's generator."""
+    return [f"{sentence.rstrip('.')}?" for sentence in varied_memories(count, seed=seed)]
 
 
 def _client(port: int) -> http.client.HTTPConnection:
