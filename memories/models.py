@@ -271,10 +271,13 @@ class Embedding(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["memory", "model"], name="embedding_unique_memory_model")]
         indexes = [
-            models.Index(fields=["model", "project", "user_id"], name="embedding_owner"),
-            # With embedding_owner, the search's "user's own or project-scope" filter is a
-            # BitmapOr of two index scans: a user with few memories gets an exact scan of just
-            # their rows (LoCoMo, ~200 a user: 1.5 -> 0.2 ms) instead of a scan of the project's.
+            # A user's vectors with their memory ids, in order: the search reads a user's own
+            # vectors exactly from this index alone (index-only, no heap row), 10,000 of them in
+            # ~6.6 ms against ~14 ms through the table (``retrieval.search.VECTOR_EXACT_MAX_ROWS``).
+            models.Index(
+                fields=["model", "project", "user_id"], include=["memory", "vector"], name="embedding_owner_vectors"
+            ),
+            # The project's shared vectors, searched beside a user's own.
             models.Index(fields=["model", "project"], condition=Q(scope="project"), name="embedding_project_scope"),
         ]
 

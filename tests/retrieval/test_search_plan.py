@@ -18,10 +18,16 @@ from retrieval.search import (
     BOILERPLATE_LEXEMES,
     FUSION_SQL,
     KEYWORD_SQL,
+    VECTOR_EXACT_MAX_ROWS,
     array_literal,
+    exact,
+    fusion_sql,
     keyword_arrays,
     search_settings,
 )
+
+# The fusion statement as a user with fewer than VECTOR_EXACT_MAX_ROWS memories gets it.
+EXACT_FUSION = fusion_sql(384, own_exact=True, shared_exact=True)
 
 
 def statement_params(project_id: int) -> dict[str, Any]:
@@ -60,7 +66,7 @@ def explain(project_id: int) -> str:
         cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute("EXPLAIN " + KEYWORD_SQL, statement_params(project_id))
         plans = [row[0] for row in cursor.fetchall()]
-        cursor.execute("EXPLAIN " + FUSION_SQL.format(dim=384), fusion_params(cursor, project_id))
+        cursor.execute("EXPLAIN " + EXACT_FUSION, fusion_params(cursor, project_id))
         return "\n".join(plans + [row[0] for row in cursor.fetchall()])
 
 
@@ -87,14 +93,14 @@ def test_each_candidates_vector_is_read_once_under_the_tenant_role(make_memory, 
     assert row_security.enter(api.project.pk)
     try:
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(
-                "EXPLAIN (ANALYZE, FORMAT JSON) " + FUSION_SQL.format(dim=384), fusion_params(cursor, api.project.pk)
-            )
+            cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + EXACT_FUSION, fusion_params(cursor, api.project.pk))
             plan = cursor.fetchone()[0][0]["Plan"]
     finally:
         row_security.leave()
     reads = [n for n in plan_nodes(plan) if n.get("Relation Name") == "memories_embedding"]
-    assert reads and all(n["Actual Loops"] == 1 for n in reads)
+    assert reads and all(n["Actual Loops"] == 1 for n in reads), [
+        (n["Node Type"], n.get("Index Name"), n["Actual Loops"]) for n in reads
+    ]
 
 
 def test_the_full_text_query_is_built_once_not_for_every_row_the_scan_reads(make_memory, api):
@@ -140,25 +146,47 @@ def test_under_the_tenant_role_the_search_still_uses_its_indexes_and_the_role_co
     assert role == row_security.ROLE
 
 
-def test_a_users_vectors_can_be_read_alone_by_index_not_by_a_scan_of_the_project(api):
-    # "The user's own or project-scope" is a BitmapOr of embedding_owner and the partial
-    # embedding_project_scope: a user with few memories gets an exact scan of their own
-    # vectors (LoCoMo: 1.5 -> 0.2 ms) where the planner would otherwise read the project's.
+def fusion_plan(project_id: int, statement: str, *, sort: bool = True) -> str:
+    with transaction.atomic(), connection.cursor() as cursor:
+        params = fusion_params(cursor, project_id)
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        if not sort:  # on a test's few rows a sort is cheaper than any walk
+            cursor.execute("SET LOCAL enable_sort = off")
+        cursor.execute("EXPLAIN " + statement, params)
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
+def test_a_users_own_vectors_are_read_exactly_from_the_owner_index_alone(api):
+    # Up to VECTOR_EXACT_MAX_ROWS a user's vectors are searched exactly, from
+    # embedding_owner_vectors (index-only), and the project's shared ones through their partial
+    # index; neither the HNSW walk nor a scan of the project's vectors (LoCoMo: 1.5 -> 0.2 ms).
     drafts = [services.MemoryDraft(user_id="bob", content=f"Bob note {n} about lunch.") for n in range(300)]
     drafts += [services.MemoryDraft(user_id="alice", content=f"Alice deploys service {n}.") for n in range(5)]
     embed_memories(services.memory_bulk_create(project=api.project, drafts=drafts, actor="system:test"))
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE memories_embedding")
-    with transaction.atomic(), connection.cursor() as cursor:
-        params = fusion_params(cursor, api.project.pk)
-        # Neither a sequential scan nor the HNSW walk: how do the indexes serve the filter?
-        cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute("SET LOCAL enable_indexscan = off")
-        cursor.execute("EXPLAIN " + FUSION_SQL.format(dim=384), params)
-        plan = "\n".join(row[0] for row in cursor.fetchall())
-    assert "BitmapOr" in plan
-    assert "Bitmap Index Scan on embedding_owner" in plan
-    assert "Bitmap Index Scan on embedding_project_scope" in plan
+    plan = fusion_plan(api.project.pk, EXACT_FUSION)
+    assert "Index Only Scan using embedding_owner_vectors" in plan
+    assert "embedding_project_scope" in plan
+    assert "embedding_hnsw" not in plan
+
+
+def test_a_group_larger_than_the_exact_size_is_walked_through_the_hnsw_index(api):
+    make = services.MemoryDraft
+    embed_memories(
+        services.memory_bulk_create(
+            project=api.project, drafts=[make(user_id="alice", content="Alice deploys.")], actor="system:test"
+        )
+    )
+    plan = fusion_plan(api.project.pk, fusion_sql(384, own_exact=False, shared_exact=False), sort=False)
+    assert plan.count("Index Scan using embedding_hnsw") == 2  # the user's own, the project's shared
+    # Read exactly, no group can take the walk, whatever the planner is told.
+    assert "embedding_hnsw" not in fusion_plan(api.project.pk, EXACT_FUSION, sort=False)
+
+
+def test_a_group_is_read_exactly_up_to_the_exact_size_or_without_statistics():
+    assert exact(None) and exact(0) and exact(VECTOR_EXACT_MAX_ROWS)
+    assert not exact(VECTOR_EXACT_MAX_ROWS + 1)
 
 
 def test_the_walk_fetches_a_few_spare_rows_or_twice_the_depth_when_kinds_or_categories_narrow_it():
@@ -225,3 +253,44 @@ def test_the_keyword_hits_and_vectors_reach_the_fusion_statement_as_sent(db):
     assert keyword_arrays([(None, None, None, None, [])]) == dict.fromkeys(
         ("kw_ids", "kw_scores", "kw_ranks", "kw_coverage"), "{}"
     )
+
+
+def test_the_search_reads_each_group_by_its_size_from_the_word_statistics(api):
+    from retrieval.models import KeywordStats
+    from retrieval.search import SearchParams, hybrid_search
+
+    embed_memories(
+        services.memory_bulk_create(
+            project=api.project,
+            drafts=[services.MemoryDraft(user_id="alice", content="Alice deploys with Kubernetes.")],
+            actor="system:test",
+        )
+    )
+    statements: list[str] = []
+
+    def capture(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        if "nearest_rows" in sql:
+            statements.append(sql)
+        return execute(sql, params, many, context)
+
+    def arms() -> tuple[bool, bool]:
+        """Whether the user's own group and the shared one were read exactly, in the last search."""
+        own, shared = statements[-1].split("nearest_rows AS MATERIALIZED", 1)[1].split("UNION ALL", 1)
+        return ("v) + 0" in own, "v) + 0" in shared.split(") groups", 1)[0])
+
+    params = SearchParams(
+        project_id=api.project.pk,
+        user_id="alice",
+        query="deploys",
+        model="all-MiniLM-L6-v2",
+        vectors=np.ones((1, 384), dtype=np.float32),
+    )
+    with connection.execute_wrapper(capture):
+        found = hybrid_search(params).candidates
+        assert arms() == (True, True)  # no statistics: small groups
+        KeywordStats.objects.create(project=api.project, owner="alice", rows=VECTOR_EXACT_MAX_ROWS + 1)
+        assert [c.memory_id for c in hybrid_search(params).candidates] == [c.memory_id for c in found]
+        assert arms() == (False, True)
+        KeywordStats.objects.create(project=api.project, owner="", rows=VECTOR_EXACT_MAX_ROWS + 1)
+        hybrid_search(params)
+        assert arms() == (False, False)
