@@ -8,9 +8,11 @@ against mem0"); read together they are the one hybrid query.
 
 Visibility is part of the statement: the user's ``user``-scope memories and the
 project's ``project``-scope ones, with the wanted statuses, not expired. Vector search
-walks the active model's partial HNSW index with pgvector's iterative scan, so a
-per-user filter still yields enough rows (plain HNSW + WHERE silently returns too few);
-``bench_retrieve`` checks its top 10 against an exact search (see DECISIONS.md).
+reads two groups, the user's own vectors and the project's shared ones: a group of up to
+``VECTOR_EXACT_MAX_ROWS`` exactly (the user's own from ``embedding_owner_vectors`` alone), a
+larger one by a walk of the active model's partial HNSW index with pgvector's iterative scan,
+so a per-user filter still yields enough rows (plain HNSW + WHERE silently returns too few);
+``bench_retrieve`` checks the walk's top 10 against an exact search (see DECISIONS.md).
 """
 
 from __future__ import annotations
