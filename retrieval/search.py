@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -65,8 +66,14 @@ KEYWORD_SQL = f"""
 WITH query_lexemes AS (
     SELECT tsvector_to_array(to_tsvector('english', %(query)s)) AS lexemes
 ),
--- Share of the memories the caller can see that contain each query word, from the word
--- statistics of the (large) groups they belong to (keyword_stats.py); NULL when unknown.
+-- The word statistics of the two groups the caller sees (keyword_stats.py): the user's own
+-- memories and the project's shared ones. A group below the statistics' minimum has none.
+group_stats AS (
+    SELECT id, owner, rows FROM retrieval_keywordstats
+    WHERE project_id = %(project)s AND owner IN (%(user)s, '')
+),
+-- Share of the memories the caller can see that contain each query word, from the groups'
+-- statistics; NULL when unknown.
 lexeme_share AS (
     SELECT w.lexeme,
            coalesce(sum(cl.docs), 0)::float / nullif(sum(ks.rows), 0) AS share,
@@ -76,7 +83,7 @@ lexeme_share AS (
            coalesce(ln(1 + sum(ks.rows)::float / (greatest(sum(cl.docs), 1) + 0.5)),
                     CASE WHEN w.lexeme = ANY(%(boilerplate)s::text[]) THEN 0 ELSE 1 END) AS weight
     FROM query_lexemes, unnest(lexemes) AS w(lexeme)
-    LEFT JOIN retrieval_keywordstats ks ON ks.project_id = %(project)s AND ks.owner IN (%(user)s, '')
+    LEFT JOIN group_stats ks ON true
     LEFT JOIN retrieval_commonlexeme cl ON cl.stats_id = ks.id AND cl.lexeme = w.lexeme
     GROUP BY w.lexeme
 ),
@@ -130,10 +137,8 @@ keyword_hits AS (
 -- even when full text finds nothing.
 SELECT k.id::text, k.kw_score, k.kw_rank, k.coverage, s.skipped, s.user_rows, s.shared_rows
 FROM (SELECT ARRAY(SELECT lexeme FROM searched WHERE NOT searched ORDER BY lexeme) AS skipped,
-             (SELECT max(rows) FROM retrieval_keywordstats
-              WHERE project_id = %(project)s AND owner = %(user)s) AS user_rows,
-             (SELECT max(rows) FROM retrieval_keywordstats
-              WHERE project_id = %(project)s AND owner = '') AS shared_rows) s
+             (SELECT rows FROM group_stats WHERE owner = %(user)s) AS user_rows,
+             (SELECT rows FROM group_stats WHERE owner = '') AS shared_rows) s
 LEFT JOIN keyword_hits k ON true
 """
 
@@ -376,21 +381,25 @@ def hybrid_search(
             vectors = np.zeros((0, 1), dtype=np.float32)
         sql_params |= keyword_arrays(hits) | {"vectors": array_literal(f'"{vector_literal(row)}"' for row in vectors)}
         own_rows, shared_rows = (hits[0][5], hits[0][6]) if hits else (None, None)
-        statement = fusion_sql(int(vectors.shape[1]), own_exact=exact(own_rows), shared_exact=exact(shared_rows))
+        statement = fusion_sql(
+            int(vectors.shape[1]), own_exact=reads_exactly(own_rows), shared_exact=reads_exactly(shared_rows)
+        )
         rows = _with_settings(cursor, statement, sql_params)
     # Skipped words as before the split: reported when the search found anything at all.
     skipped = list(hits[0][4]) if rows and hits else []
     return SearchResult(candidates=[_candidate(row) for row in rows], skipped_words=skipped)
 
 
+@cache
 def fusion_sql(dim: int, *, own_exact: bool, shared_exact: bool) -> str:
-    """FUSION_SQL for ``dim``-dimensional vectors, each group read exactly or by the HNSW walk."""
+    """FUSION_SQL for ``dim``-dimensional vectors, each group read exactly or by the HNSW walk
+    (a few texts per process, kept: every search asks for one)."""
     return FUSION_SQL.format(
         dim=dim, own_exact=" + 0" if own_exact else "", shared_exact=" + 0" if shared_exact else ""
     )
 
 
-def exact(group_rows: int | None) -> bool:
+def reads_exactly(group_rows: int | None) -> bool:
     """Whether a group of ``group_rows`` vectors (None: fewer than the keyword statistics count,
     ``MEMORYHUB_KEYWORD_STATS_MIN_ROWS``) is read exactly rather than walked."""
     return group_rows is None or group_rows <= VECTOR_EXACT_MAX_ROWS

@@ -19,7 +19,8 @@ def test_varied_memories_are_different_sentences_and_the_same_for_a_seed():
     assert len(set(sentences)) == 5000
     assert varied_memories(5000, seed=3) == sentences
     assert varied_memories(50, seed=4) != sentences[:50]
-    # Few pairs differ in one phrase only: the corpus is not clusters of near-copies.
+    # Few sentences share all but their last three words: not clusters of near-copies, as the
+    # old corpus's "(note N)" variants were.
     cores = {sentence.rsplit(" ", 3)[0] for sentence in sentences}
     assert len(cores) > 0.9 * len(sentences)
 

@@ -20,9 +20,9 @@ from retrieval.search import (
     KEYWORD_SQL,
     VECTOR_EXACT_MAX_ROWS,
     array_literal,
-    exact,
     fusion_sql,
     keyword_arrays,
+    reads_exactly,
     search_settings,
 )
 
@@ -185,8 +185,8 @@ def test_a_group_larger_than_the_exact_size_is_walked_through_the_hnsw_index(api
 
 
 def test_a_group_is_read_exactly_up_to_the_exact_size_or_without_statistics():
-    assert exact(None) and exact(0) and exact(VECTOR_EXACT_MAX_ROWS)
-    assert not exact(VECTOR_EXACT_MAX_ROWS + 1)
+    assert reads_exactly(None) and reads_exactly(0) and reads_exactly(VECTOR_EXACT_MAX_ROWS)
+    assert not reads_exactly(VECTOR_EXACT_MAX_ROWS + 1)
 
 
 def test_the_walk_fetches_a_few_spare_rows_or_twice_the_depth_when_kinds_or_categories_narrow_it():

@@ -41,8 +41,8 @@ from memories.fields import vector_literal
 from memories.models import Embedding, EmbeddingStatus, Memory, Project
 from retrieval.embedders import LOCAL_MODEL_NAME, embedder_for_model
 from retrieval.keyword_stats import refresh_keyword_stats, settle_after_bulk_load
-from retrieval.search import HNSW_EF_SEARCH, VECTOR_SPARE, search_settings
-from retrieval.search import exact as exact_read
+from retrieval.models import KeywordStats
+from retrieval.search import HNSW_EF_SEARCH, VECTOR_SPARE, reads_exactly, search_settings
 from retrieval.vector_cache import embed_texts
 
 USERS = 10
@@ -161,8 +161,13 @@ def vector_recall(project: Project, queries: int = 200) -> dict[str, Any]:
         "hnsw_p50_ms": round(float(np.percentile(timings, 50)), 2),
         "exact_p50_ms": round(float(np.percentile(exact_timings, 50)), 2),
         "own_exact_p50_ms": round(float(np.percentile(own_timings, 50)), 2),
-        "engine_reads": "exact" if exact_read(project.memories.count() // USERS) else "walk",
+        # As the engine decides: from the word statistics of a user's memories.
+        "engine_reads": "exact" if reads_exactly(_own_rows(project, "user-0")) else "walk",
     }
+
+
+def _own_rows(project: Project, user_id: str) -> int | None:
+    return KeywordStats.objects.filter(project=project, owner=user_id).values_list("rows", flat=True).first()
 
 
 def seed(count: int, *, log: Any) -> Project:
