@@ -9,7 +9,9 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Func, Q
+from django.db.models.functions import Cast
+from pgvector.django import HalfVectorField
 
 from memories.fields import FloatVectorField
 
@@ -265,17 +267,26 @@ class Embedding(models.Model):
     model = models.CharField(max_length=100)
     dimension = models.PositiveIntegerField()
     vector = FloatVectorField()
+    # The vector scaled to unit length (the cosine does not change; no value beyond halfvec's range)
+    # in half precision, kept by Postgres: the copy the search's exact read scans, half the bytes
+    # (``retrieval.search``; it re-ranks what it picks by ``vector``).
+    vector_half = models.GeneratedField(
+        expression=Cast(Func(F("vector"), function="l2_normalize"), HalfVectorField()),
+        output_field=HalfVectorField(),
+        db_persist=True,
+    )
     content_hash = models.CharField(max_length=64, default="", help_text="Hash of the content it was made from")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["memory", "model"], name="embedding_unique_memory_model")]
         indexes = [
-            # A user's vectors with their memory ids, in order: the search reads a user's own
-            # vectors exactly from this index alone (index-only, no heap row), 10,000 of them in
-            # ~6.6 ms against ~14 ms through the table (``retrieval.search.VECTOR_EXACT_MAX_ROWS``).
+            # A user's vectors, in half precision, with their memory ids: the search reads a user's
+            # own vectors exactly from this index alone (index-only, no heap row), 10,000 of them in
+            # ~7.6 ms against ~12.3 ms with the full vectors in the index and ~14 ms through the
+            # table (``retrieval.search.VECTOR_EXACT_MAX_ROWS``; DECISIONS.md, issue 12).
             models.Index(
-                fields=["model", "project", "user_id"], include=["memory", "vector"], name="embedding_owner_vectors"
+                fields=["model", "project", "user_id"], include=["memory", "vector_half"], name="embedding_owner_half"
             ),
             # The project's shared vectors, searched beside a user's own.
             models.Index(fields=["model", "project"], condition=Q(scope="project"), name="embedding_project_scope"),

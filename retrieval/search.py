@@ -9,10 +9,11 @@ against mem0"); read together they are the one hybrid query.
 Visibility is part of the statement: the user's ``user``-scope memories and the
 project's ``project``-scope ones, with the wanted statuses, not expired. Vector search
 reads two groups, the user's own vectors and the project's shared ones: a group of up to
-``VECTOR_EXACT_MAX_ROWS`` exactly (the user's own from ``embedding_owner_vectors`` alone), a
-larger one by a walk of the active model's partial HNSW index with pgvector's iterative scan,
-so a per-user filter still yields enough rows (plain HNSW + WHERE silently returns too few);
-``bench_retrieve`` checks the walk's top 10 against an exact search (see DECISIONS.md).
+``VECTOR_EXACT_MAX_ROWS`` exactly (by each vector's half-precision copy, the user's own from
+``embedding_owner_half`` alone, then ordered by the full vectors), a larger one by a walk of the
+active model's partial HNSW index with pgvector's iterative scan, so a per-user filter still
+yields enough rows (plain HNSW + WHERE silently returns too few); ``bench_retrieve`` checks the
+walk's top 10 against an exact search (see DECISIONS.md).
 """
 
 from __future__ import annotations
@@ -42,10 +43,15 @@ BOILERPLATE_LEXEMES = ("user", "team")
 HNSW_EF_SEARCH = 400
 # A group of vectors (a user's own, the project's shared) up to this size is searched exactly
 # instead of by the filtered HNSW walk. On 100k different memories over 10 users (2 cores): the
-# exact read of a user's 10,000 from embedding_owner_vectors 6.6 ms, the walk 9.4 ms at ef_search
-# 400 and 99.25 % equal to the exact top 10 (DECISIONS.md, issue 12, session 14). Exact costs
-# ~0.65 us a row, so at most ~13 ms here; the walk grows as the group's share of the index falls.
+# exact read of a user's 10,000 full vectors 6.6 ms, the walk 9.4 ms at ef_search 400 and 99.25 %
+# equal to the exact top 10 (DECISIONS.md, issue 12, session 14); the half-precision copies cut
+# the read by ~40 % (session 15). The walk grows as the group's share of the index falls.
 VECTOR_EXACT_MAX_ROWS = 20_000
+# Rows an exact read picks by the half-precision copies beyond what the search keeps, before the
+# full vectors order them: the copy moves a cosine distance by ~1e-3 at most, enough to swap
+# neighbours but not to push one 20 places. 100k memories, 200 questions: the top 60 so chosen and
+# re-ranked were the exact top 60, in the same order, every time (DECISIONS.md, session 15).
+HALF_SPARE = 20
 # Rows the filtered HNSW walk fetches beyond the search depth, for the memory-level filters
 # applied after it when the request names no kinds or categories: status and expiry remove few
 # of the nearest rows (a superseded version, an expired one). 100k memories: the fusion statement
@@ -148,17 +154,20 @@ WITH keyword_hits AS (
     SELECT * FROM unnest(%(kw_ids)s::uuid[], %(kw_scores)s::float8[], %(kw_ranks)s::bigint[], %(kw_coverage)s::float8[])
         AS k(id, kw_score, kw_rank, coverage)
 ),
--- Materialized so each vector is parsed once, not once per row it is compared with.
+-- Materialized so each vector is parsed once, not once per row it is compared with; "h" is its
+-- unit-length half-precision copy, compared with the stored ones (memories_embedding.vector_half).
 query_vectors AS MATERIALIZED (
-    SELECT ord, v::vector({{dim}}) AS v
+    SELECT ord, v::vector({{dim}}) AS v, l2_normalize(v::vector({{dim}}))::halfvec({{dim}}) AS h
     FROM unnest(%(vectors)s::text[]) WITH ORDINALITY AS t(v, ord)
 ),
 -- Nearest neighbours per query vector in the two groups a user sees: their own memories, and
 -- the project's shared ones (scope 'project') of other users. A group of at most
--- VECTOR_EXACT_MAX_ROWS is read exactly: "+ 0" hides the ordering from the HNSW index, and the
--- user's own vectors come from embedding_owner_vectors alone (an index-only scan). A larger one
--- is a filtered walk of the model's HNSW index with pgvector's iterative scan (the engine sets
--- hnsw.iterative_scan and ef_search), which keeps going until it has enough of the group's rows.
+-- VECTOR_EXACT_MAX_ROWS is read exactly, in half precision ("+ 0" hides the ordering from the
+-- HNSW index), the user's own vectors from embedding_owner_half alone
+-- (an index-only scan), HALF_SPARE rows more than wanted. A larger one is a filtered walk of the
+-- model's HNSW index with pgvector's iterative scan (the engine sets hnsw.iterative_scan and
+-- ef_search), which keeps going until it has enough of the group's rows. Either way the rows are
+-- then ranked by their full vectors: the exact cosine distance orders them, not the copy.
 -- Over-fetched (vector_fetch), then the memory-level filters (status, expiry, kind, category) apply.
 -- Materialized: each group is read once per query vector, whatever the join below (on small
 -- tables the planner would otherwise read them again for every memory row).
@@ -166,21 +175,24 @@ nearest_rows AS MATERIALIZED (
     SELECT qv.ord, c.id, c.d
     FROM query_vectors qv
     CROSS JOIN LATERAL (
-        SELECT id, d FROM (
-            (SELECT e.memory_id AS id, e.vector::vector({{dim}}) <=> qv.v AS d
+        SELECT e.memory_id AS id, e.vector::vector({{dim}}) <=> qv.v AS d
+        FROM (
+            (SELECT e.memory_id AS id
              FROM memories_embedding e
              WHERE e.model = %(model)s AND e.project_id = %(project)s AND e.user_id = %(user)s
-             ORDER BY (e.vector::vector({{dim}}) <=> qv.v){{own_exact}}
-             LIMIT %(vector_fetch)s)
+             ORDER BY {{own_order}}
+             LIMIT %(own_fetch)s)
             UNION ALL
-            (SELECT e.memory_id, e.vector::vector({{dim}}) <=> qv.v
+            (SELECT e.memory_id
              FROM memories_embedding e
              WHERE e.model = %(model)s AND e.project_id = %(project)s
                AND e.scope = 'project' AND e.user_id <> %(user)s
-             ORDER BY (e.vector::vector({{dim}}) <=> qv.v){{shared_exact}}
-             LIMIT %(vector_fetch)s)
+             ORDER BY {{shared_order}}
+             LIMIT %(shared_fetch)s)
         ) groups
-        ORDER BY d
+        JOIN memories_embedding e ON e.memory_id = groups.id AND e.model = %(model)s
+        -- "+ 0": never a walk of the HNSW index joined to the groups (it could stop short of them).
+        ORDER BY (e.vector::vector({{dim}}) <=> qv.v) + 0
         LIMIT %(vector_fetch)s
     ) c
 ),
@@ -381,9 +393,12 @@ def hybrid_search(
             vectors = np.zeros((0, 1), dtype=np.float32)
         sql_params |= keyword_arrays(hits) | {"vectors": array_literal(f'"{vector_literal(row)}"' for row in vectors)}
         own_rows, shared_rows = (hits[0][5], hits[0][6]) if hits else (None, None)
-        statement = fusion_sql(
-            int(vectors.shape[1]), own_exact=reads_exactly(own_rows), shared_exact=reads_exactly(shared_rows)
-        )
+        own_exact, shared_exact = reads_exactly(own_rows), reads_exactly(shared_rows)
+        sql_params |= {
+            "own_fetch": group_fetch(params, exact=own_exact),
+            "shared_fetch": group_fetch(params, exact=shared_exact),
+        }
+        statement = fusion_sql(int(vectors.shape[1]), own_exact=own_exact, shared_exact=shared_exact)
         rows = _with_settings(cursor, statement, sql_params)
     # Skipped words as before the split: reported when the search found anything at all.
     skipped = list(hits[0][4]) if rows and hits else []
@@ -392,11 +407,19 @@ def hybrid_search(
 
 @cache
 def fusion_sql(dim: int, *, own_exact: bool, shared_exact: bool) -> str:
-    """FUSION_SQL for ``dim``-dimensional vectors, each group read exactly or by the HNSW walk
-    (a few texts per process, kept: every search asks for one)."""
+    """FUSION_SQL for ``dim``-dimensional vectors, each group read exactly (by its half-precision
+    copies) or by the HNSW walk (a few texts per process, kept: every search asks for one)."""
+    exact = f"(e.vector_half::halfvec({dim}) <=> qv.h) + 0"
+    walk = f"e.vector::vector({dim}) <=> qv.v"
     return FUSION_SQL.format(
-        dim=dim, own_exact=" + 0" if own_exact else "", shared_exact=" + 0" if shared_exact else ""
+        dim=dim, own_order=exact if own_exact else walk, shared_order=exact if shared_exact else walk
     )
+
+
+def group_fetch(params: SearchParams, *, exact: bool) -> int:
+    """Rows a group yields per query vector: what the walk fetches (``vector_fetch``), and
+    ``HALF_SPARE`` more from an exact read, whose half-precision order the full vectors then correct."""
+    return vector_fetch(params) + (HALF_SPARE if exact else 0)
 
 
 def reads_exactly(group_rows: int | None) -> bool:

@@ -42,6 +42,8 @@ def statement_params(project_id: int) -> dict[str, Any]:
         "categories": None,
         "depth": 50,
         "vector_fetch": 60,
+        "own_fetch": 80,
+        "shared_fetch": 80,
         "max_share": 0.1,
         "row_budget": 1000,
         "keyword_weight": 1.0,
@@ -157,16 +159,16 @@ def fusion_plan(project_id: int, statement: str, *, sort: bool = True) -> str:
 
 
 def test_a_users_own_vectors_are_read_exactly_from_the_owner_index_alone(api):
-    # Up to VECTOR_EXACT_MAX_ROWS a user's vectors are searched exactly, from
-    # embedding_owner_vectors (index-only), and the project's shared ones through their partial
-    # index; neither the HNSW walk nor a scan of the project's vectors (LoCoMo: 1.5 -> 0.2 ms).
+    # Up to VECTOR_EXACT_MAX_ROWS a user's vectors are searched exactly, by their half-precision
+    # copies in embedding_owner_half (index-only), and the project's shared ones through their
+    # partial index; neither the HNSW walk nor a scan of the project's vectors (LoCoMo: 1.5 -> 0.2 ms).
     drafts = [services.MemoryDraft(user_id="bob", content=f"Bob note {n} about lunch.") for n in range(300)]
     drafts += [services.MemoryDraft(user_id="alice", content=f"Alice deploys service {n}.") for n in range(5)]
     embed_memories(services.memory_bulk_create(project=api.project, drafts=drafts, actor="system:test"))
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE memories_embedding")
     plan = fusion_plan(api.project.pk, EXACT_FUSION)
-    assert "Index Only Scan using embedding_owner_vectors" in plan
+    assert "Index Only Scan using embedding_owner_half" in plan
     assert "embedding_project_scope" in plan
     assert "embedding_hnsw" not in plan
 
@@ -276,7 +278,7 @@ def test_the_search_reads_each_group_by_its_size_from_the_word_statistics(api):
     def arms() -> tuple[bool, bool]:
         """Whether the user's own group and the shared one were read exactly, in the last search."""
         own, shared = statements[-1].split("nearest_rows AS MATERIALIZED", 1)[1].split("UNION ALL", 1)
-        return ("v) + 0" in own, "v) + 0" in shared.split(") groups", 1)[0])
+        return ("qv.h) + 0" in own, "qv.h) + 0" in shared.split(") groups", 1)[0])
 
     params = SearchParams(
         project_id=api.project.pk,
@@ -294,3 +296,56 @@ def test_the_search_reads_each_group_by_its_size_from_the_word_statistics(api):
         KeywordStats.objects.create(project=api.project, owner="", rows=VECTOR_EXACT_MAX_ROWS + 1)
         hybrid_search(params)
         assert arms() == (False, False)
+
+
+def test_each_vector_has_a_unit_length_half_precision_copy_that_follows_it_and_stays_in_its_row(make_memory):
+    """``vector_half`` is Postgres's (a stored generated column): unit length, so values beyond
+    halfvec's range (65504) still store, and rewritten with the vector. The full vector stays in
+    the row (``toast_tuple_target``): the search re-reads it for every row it ranks."""
+    from memories.models import Embedding, Memory
+    from retrieval.memory_vectors import store_vectors
+
+    memory = Memory.objects.get(pk=make_memory(content="Alice deploys with Kubernetes.")["id"])
+    raw = np.arange(1, 385, dtype=np.float32) * 1000  # up to 384,000: no halfvec holds it as is
+    store_vectors([memory], raw[None, :], model="test-model")
+    embedding = Embedding.objects.get(memory=memory, model="test-model")
+    half = np.asarray(list(embedding.vector_half), dtype=np.float32)
+    assert np.allclose(half, raw / np.linalg.norm(raw), atol=1e-3)
+    assert abs(np.linalg.norm(half) - 1) < 1e-3
+    Embedding.objects.filter(pk=embedding.pk).update(vector=vector_literal(np.eye(384, dtype=np.float32)[3] * -2))
+    embedding.refresh_from_db()
+    assert list(embedding.vector_half)[3] == -1 and sum(map(abs, list(embedding.vector_half))) == 1
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_column_toast_chunk_id(vector) FROM memories_embedding WHERE id = %s", [embedding.pk])
+        assert cursor.fetchone() == (None,)
+
+
+def test_the_exact_read_ranks_by_the_full_vectors_as_an_exact_search_does(api):
+    """The half-precision copies pick a user's nearest rows; the full vectors order them. On 432
+    real memories the search's vector ranks are those of an exact float32 search, row for row."""
+    from retrieval.embedders import embedder_for_model
+    from retrieval.search import SearchParams, hybrid_search
+    from retrieval.vector_cache import embed_texts
+
+    topics = ["deploys", "cooks", "reads about", "plays", "writes", "repairs", "paints", "studies"]
+    things = ["Kubernetes", "pasta", "the violin", "old bicycles", "Rust", "a garden", "chess", "jazz", "glaciers"]
+    drafts = [
+        services.MemoryDraft(user_id="alice", content=f"Alice {topic} {thing} on day {n}.")
+        for n, (topic, thing) in enumerate((t, h) for t in topics for h in things for _ in range(6))
+    ]
+    embed_memories(services.memory_bulk_create(project=api.project, drafts=drafts, actor="system:test"))
+    query = embed_texts(["What does Alice do with music?"], embedder=embedder_for_model("all-MiniLM-L6-v2"))
+    found = hybrid_search(
+        SearchParams(
+            project_id=api.project.pk, user_id="alice", query="", model="all-MiniLM-L6-v2", vectors=query, depth=50
+        )
+    ).candidates
+    by_rank = sorted((c.vector_rank, c.memory_id) for c in found if c.vector_rank is not None)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT memory_id::text, rank() OVER (ORDER BY vector::vector(384) <=> %s::vector(384))"
+            " FROM memories_embedding WHERE project_id = %s AND user_id = 'alice' ORDER BY 2 LIMIT 50",
+            [vector_literal(query[0]), api.project.pk],
+        )
+        exact = [(rank, memory_id) for memory_id, rank in cursor.fetchall()]
+    assert len(exact) == 50 and sorted(by_rank) == sorted(exact)
