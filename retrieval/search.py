@@ -303,9 +303,19 @@ def _settings_scope() -> Iterator[None]:
 
 def _with_settings(cursor: Any, statement: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
     """``statement``'s rows, run after SETTINGS_SQL in the same message (one round trip)."""
-    cursor.execute(f"{SETTINGS_SQL};\n{statement}", params)
+    cursor.execute(_message(statement), params)
     cursor.nextset()
     return list(cursor.fetchall())
+
+
+@cache
+def _message(statement: str) -> str:
+    """SETTINGS_SQL and ``statement`` as sent: without comment lines and indentation (they stay
+    here, in the source). Under 4 kB, psycopg keeps how it split the text around the parameters
+    (its ``MAX_CACHED_STATEMENT_LENGTH``); at 5 kB with the comments it split it again on every
+    call, ~0.7 ms a search of the web worker's CPU on the AMD machine (DECISIONS.md, session 15)."""
+    lines = (line.strip() for line in f"{SETTINGS_SQL};\n{statement}".splitlines())
+    return "\n".join(line for line in lines if line and not line.startswith("--"))
 
 
 @dataclass(frozen=True)

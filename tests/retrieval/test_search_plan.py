@@ -349,3 +349,22 @@ def test_the_exact_read_ranks_by_the_full_vectors_as_an_exact_search_does(api):
         )
         exact = [(rank, memory_id) for memory_id, rank in cursor.fetchall()]
     assert len(exact) == 50 and sorted(by_rank) == sorted(exact)
+
+
+def test_the_statements_are_sent_short_enough_for_psycopg_to_keep_their_split():
+    """Sent without comments and indentation, each message is below psycopg's cache limit, so the
+    text is split around its parameters once per process, not on every search."""
+    from psycopg._queries import MAX_CACHED_STATEMENT_LENGTH
+
+    from retrieval.search import _message
+
+    statements = [KEYWORD_SQL] + [
+        fusion_sql(dim, own_exact=own, shared_exact=shared)
+        for dim in (384, 768)
+        for own in (True, False)
+        for shared in (True, False)
+    ]
+    for statement in statements:
+        message = _message(statement)
+        assert len(message.encode()) <= MAX_CACHED_STATEMENT_LENGTH
+        assert "--" not in message and "  " not in message
