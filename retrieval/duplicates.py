@@ -36,8 +36,54 @@ def has_vectors(*, project: Project, user_id: str, model: str) -> bool:
     return _vectors(project=project, user_id=user_id, model=model).exists()
 
 
+# The nearest rows the half-precision copies pick, in each of the two groups a user sees (their
+# own, the project's shared), before the full vectors order them and the live ones are kept: the
+# search's exact read (retrieval/search.py, HALF_SPARE). A user's 10,000 vectors: 44 ms p50 by a
+# scan of the full vectors through the table, ~7 ms so (DECISIONS.md, issue 12, session 15).
+NEAREST_PICK = 20
+_NEAREST_SQL = """
+WITH q AS MATERIALIZED (
+    SELECT %(vector)s::vector({dim}) AS v, l2_normalize(%(vector)s::vector({dim}))::halfvec({dim}) AS h
+),
+picked AS (
+    (SELECT e.memory_id FROM memories_embedding e, q
+     WHERE e.model = %(model)s AND e.project_id = %(project)s AND e.user_id = %(user)s
+     ORDER BY (e.vector_half::halfvec({dim}) <=> q.h) + 0 LIMIT %(pick)s)
+    UNION ALL
+    (SELECT e.memory_id FROM memories_embedding e, q
+     WHERE e.model = %(model)s AND e.project_id = %(project)s AND e.scope = 'project' AND e.user_id <> %(user)s
+     ORDER BY (e.vector_half::halfvec({dim}) <=> q.h) + 0 LIMIT %(pick)s)
+)
+SELECT e.memory_id::text, e.vector::vector({dim}) <=> q.v
+FROM picked
+JOIN memories_embedding e ON e.memory_id = picked.memory_id AND e.model = %(model)s
+JOIN memories_memory m ON m.id = e.memory_id AND m.status = ANY(%(live)s), q
+ORDER BY (e.vector::vector({dim}) <=> q.v) + 0
+LIMIT 1
+"""
+
+
 def nearest_memory(*, project: Project, user_id: str, model: str, vector: Any) -> NearDuplicate | None:
-    """The live visible memory closest to ``vector`` by cosine (exact scan of the user's rows)."""
+    """The live visible memory closest to ``vector`` by cosine: among the ``NEAREST_PICK`` nearest
+    of each group by the half-precision copies, ordered by the full vectors; when none of those is
+    live (all superseded, say), by an exact scan of the user's live rows."""
+    params: dict[str, Any] = {
+        "vector": vector_literal(vector),
+        "model": model,
+        "project": project.pk,
+        "user": user_id,
+        "pick": NEAREST_PICK,
+        "live": list(LIVE_STATUSES),
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_NEAREST_SQL.format(dim=len(vector)), params)
+        found = cursor.fetchone()
+    if found is not None:
+        return NearDuplicate(memory_id=found[0], similarity=1.0 - float(found[1]))
+    return _nearest_by_scan(project=project, user_id=user_id, model=model, vector=vector)
+
+
+def _nearest_by_scan(*, project: Project, user_id: str, model: str, vector: Any) -> NearDuplicate | None:
     row = (
         _vectors(project=project, user_id=user_id, model=model)
         .filter(dimension=len(vector))

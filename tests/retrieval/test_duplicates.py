@@ -1,0 +1,60 @@
+"""The near-duplicate lookup: the nearest live memory a user sees, as an exact scan finds it."""
+
+from __future__ import annotations
+
+import pytest
+
+from memories import services
+from memories.models import Memory, Project
+from retrieval import duplicates
+from retrieval.duplicates import _nearest_by_scan, nearest_memory
+from retrieval.embedders import embedder_for_model
+from retrieval.memory_vectors import embed_memories
+from retrieval.vector_cache import embed_texts
+
+pytestmark = pytest.mark.django_db
+
+MODEL = "all-MiniLM-L6-v2"
+
+
+def store(project: Project, user_id: str, contents: list[str], scope: str = "user") -> list[Memory]:
+    drafts = [services.MemoryDraft(user_id=user_id, content=content, scope=scope) for content in contents]
+    memories = services.memory_bulk_create(project=project, drafts=drafts, actor="system:test")
+    embed_memories(memories)
+    return memories
+
+
+def vector(text: str):
+    return embed_texts([text], embedder=embedder_for_model(MODEL))[0]
+
+
+def test_the_nearest_live_memory_is_the_one_an_exact_scan_finds(project, other_project):
+    activities = ["deploys", "cooks", "reads about", "plays", "repairs", "paints"]
+    things = ["Kubernetes", "pasta", "the violin", "old bicycles", "Rust", "a garden", "chess", "jazz"]
+    store(project, "alice", [f"Alice {a} {t} on day {n}." for a in activities for t in things for n in range(6)])
+    store(project, "bob", [f"Bob shares that the team {a} {t}." for a in activities for t in things], scope="project")
+    store(project, "bob", ["Alice plays the violin on Sundays."])  # Bob's own: not Alice's to see
+    store(other_project, "alice", ["Alice plays the violin on Sundays."])  # another project's
+    questions = ["Alice plays the violin on Sundays.", "The team cooks pasta.", "Who repairs bicycles?", "Rust"]
+    for question in questions:
+        query = vector(question)
+        found = nearest_memory(project=project, user_id="alice", model=MODEL, vector=query)
+        exact = _nearest_by_scan(project=project, user_id="alice", model=MODEL, vector=query)
+        assert found is not None and exact is not None
+        assert found.memory_id == exact.memory_id and found.similarity == pytest.approx(exact.similarity, abs=1e-6)
+        seen = Memory.objects.get(pk=found.memory_id)
+        assert seen.project_id == project.pk and (seen.user_id == "alice" or seen.scope == "project")
+
+
+def test_a_closer_memory_that_is_not_live_is_passed_over_even_when_it_is_all_the_copies_picked(project, monkeypatch):
+    superseded, live = store(
+        project, "alice", ["Alice deploys with Kubernetes.", "Alice ships containers to a cluster."]
+    )
+    Memory.objects.filter(pk=superseded.pk).update(status="superseded")
+    query = vector("Alice deploys with Kubernetes.")
+    found = nearest_memory(project=project, user_id="alice", model=MODEL, vector=query)
+    assert found is not None and found.memory_id == str(live.pk) and found.similarity < 0.99
+    monkeypatch.setattr(duplicates, "NEAREST_PICK", 1)  # only the superseded one is picked: the scan answers
+    assert nearest_memory(project=project, user_id="alice", model=MODEL, vector=query) == found
+    Memory.objects.filter(pk=live.pk).update(status="superseded")
+    assert nearest_memory(project=project, user_id="alice", model=MODEL, vector=query) is None
