@@ -135,23 +135,34 @@ class NearDuplicateFinder:
 # 0.95). Chosen by eye on a handful of pairs with the local model, not measured on a set.
 SIMILAR_MIN_COSINE = 0.5
 
-# One statement for a whole review page: per proposal, an exact cosine scan of the active
-# memories its end user sees (the visibility rule of the search and of nearest_memory).
+# One statement for a whole review page: per proposal, the active memories its end user sees
+# (the visibility rule of the search and of nearest_memory), nearest first: NEAREST_PICK per group
+# by the half-precision copies, ordered by the full vectors. "+ 0" keeps every ordering off the
+# HNSW index: ordered by it, a walk without the search's iterative scan filtered to one user's rows
+# of the whole project's graph, and 8 of 40 cards at 100k memories missed memories an exact scan
+# finds (DECISIONS.md, issue 12, session 15).
 SIMILAR_SQL = """
 WITH proposals AS MATERIALIZED (
-    SELECT ord, owner, v::vector({dim}) AS v
+    SELECT ord, owner, v::vector({dim}) AS v, l2_normalize(v::vector({dim}))::halfvec({dim}) AS h
     FROM unnest(%(owners)s::text[], %(vectors)s::text[]) WITH ORDINALITY AS t(owner, v, ord)
 )
 SELECT p.ord, c.id::text, 1 - c.d
 FROM proposals p
 CROSS JOIN LATERAL (
     SELECT e.memory_id AS id, e.vector::vector({dim}) <=> p.v AS d
-    FROM memories_embedding e
+    FROM (
+        (SELECT e.memory_id FROM memories_embedding e
+         WHERE e.model = %(model)s AND e.project_id = %(project)s AND e.user_id = p.owner
+         ORDER BY (e.vector_half::halfvec({dim}) <=> p.h) + 0 LIMIT %(pick)s)
+        UNION ALL
+        (SELECT e.memory_id FROM memories_embedding e
+         WHERE e.model = %(model)s AND e.project_id = %(project)s AND e.scope = 'project' AND e.user_id <> p.owner
+         ORDER BY (e.vector_half::halfvec({dim}) <=> p.h) + 0 LIMIT %(pick)s)
+    ) picked
+    JOIN memories_embedding e ON e.memory_id = picked.memory_id AND e.model = %(model)s
     JOIN memories_memory m ON m.id = e.memory_id
-    WHERE e.model = %(model)s AND e.project_id = %(project)s AND e.dimension = {dim}
-      AND (e.user_id = p.owner OR e.scope = 'project')
-      AND m.status = 'active' AND (m.expires_at IS NULL OR m.expires_at > now())
-    ORDER BY d
+    WHERE m.status = 'active' AND (m.expires_at IS NULL OR m.expires_at > now())
+    ORDER BY (e.vector::vector({dim}) <=> p.v) + 0
     LIMIT %(limit)s
 ) c
 WHERE 1 - c.d >= %(floor)s
@@ -181,6 +192,7 @@ def similar_memories(*, project: Project, queries: Sequence[tuple[str, str]], li
         "model": model,
         "project": project.pk,
         "limit": limit,
+        "pick": max(NEAREST_PICK, limit),
         "floor": SIMILAR_MIN_COSINE,
     }
     with connection.cursor() as cursor:

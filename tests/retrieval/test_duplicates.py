@@ -58,3 +58,45 @@ def test_a_closer_memory_that_is_not_live_is_passed_over_even_when_it_is_all_the
     assert nearest_memory(project=project, user_id="alice", model=MODEL, vector=query) == found
     Memory.objects.filter(pk=live.pk).update(status="superseded")
     assert nearest_memory(project=project, user_id="alice", model=MODEL, vector=query) is None
+
+
+def test_a_review_pages_similar_memories_are_those_an_exact_scan_finds_never_a_walk(project):
+    from django.db import connection, transaction
+
+    from memories.fields import vector_literal
+    from retrieval.duplicates import SIMILAR_SQL, similar_memories
+
+    topics = ["deploys", "cooks", "reads about", "plays", "repairs"]
+    store(
+        project,
+        "alice",
+        [f"Alice {t} {thing} on day {n}." for t in topics for thing in ("jazz", "Rust") for n in range(8)],
+    )
+    store(project, "bob", [f"The team {t} jazz." for t in topics], scope="project")
+    store(project, "bob", ["Bob plays jazz on Fridays."])
+    expired = store(project, "alice", ["Alice plays jazz on Fridays."])[0]
+    Memory.objects.filter(pk=expired.pk).update(expires_at="2000-01-01T00:00:00Z")
+    texts = ["Alice plays jazz on Fridays.", "The team cooks Rust.", "Alice repairs jazz records."]
+    found = similar_memories(project=project, queries=[("alice", text) for text in texts], limit=3)
+    for text, similar in zip(texts, found, strict=True):
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT e.memory_id::text FROM memories_embedding e JOIN memories_memory m ON m.id = e.memory_id"
+                " WHERE e.project_id = %s AND (e.user_id = 'alice' OR e.scope = 'project') AND m.status = 'active'"
+                " AND (m.expires_at IS NULL OR m.expires_at > now())"
+                " AND 1 - (e.vector::vector(384) <=> %s::vector(384)) >= 0.5"
+                " ORDER BY (e.vector::vector(384) <=> %s::vector(384)) + 0 LIMIT 3",
+                [project.pk, vector_literal(vector(text)), vector_literal(vector(text))],
+            )
+            exact = [row[0] for row in cursor.fetchall()]
+        assert [str(s.memory.pk) for s in similar] == exact and exact
+        assert str(expired.pk) not in exact
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_sort = off")  # the planner's only way out of a sort: an index's order
+        cursor.execute(
+            "EXPLAIN " + SIMILAR_SQL.format(dim=384),
+            {"owners": ["alice"], "vectors": [vector_literal(vector(texts[0]))], "model": MODEL,
+             "project": project.pk, "limit": 3, "pick": 20, "floor": 0.5},
+        )  # fmt: skip
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "embedding_hnsw" not in plan and "embedding_owner_half" in plan
