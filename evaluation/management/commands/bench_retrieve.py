@@ -64,7 +64,9 @@ class Command(BaseCommand):
         report: dict[str, Any] = {"memories": project.memories.count(), "users": USERS, "scenarios": []}
         report["vector_recall"] = vector_recall(project, queries=options["recall_queries"])
         self.stderr.write(f"vector stage vs exact search: {report['vector_recall']}")
-        scenarios: list[tuple[str, dict[str, str]]] = [("hyde_off", {})]
+        # "window": the question inside a three-message window, as an agent sends its conversation;
+        # the engine embeds the question and the last messages, two query vectors (HyDE off).
+        scenarios: list[tuple[str, dict[str, str]]] = [("hyde_off", {}), ("window", {})]
         stub = None
         if not options["no_hyde_stub"]:
             from tests.support.openai_server import FakeOpenAI  # noqa: PLC0415 (the tests' loopback stub, unless --no-hyde-stub)
@@ -85,7 +87,8 @@ class Command(BaseCommand):
                             key,
                             clients=clients,
                             requests=options["requests"],
-                            hyde=name != "hyde_off",
+                            hyde=name == "hyde_stub",
+                            window=name == "window",
                             web_pids=descendants(server.process.pid),
                         )
                         report["scenarios"].append({"scenario": name, **row})
@@ -283,10 +286,18 @@ def first_calls(port: int, key: str, *, calls: int = 8) -> list[float]:
 
 
 def measure(
-    port: int, key: str, *, clients: int, requests: int, hyde: bool, web_pids: list[int] | None = None
+    port: int,
+    key: str,
+    *,
+    clients: int,
+    requests: int,
+    hyde: bool,
+    window: bool = False,
+    web_pids: list[int] | None = None,
 ) -> dict[str, Any]:
-    """Latency and throughput of ``requests`` retrieves from ``clients`` connections; with the web
-    workers' ``web_pids``, also the CPU a request cost them and the database backends."""
+    """Latency and throughput of ``requests`` retrieves from ``clients`` connections (``window``: each
+    question sent in a message window); with the web workers' ``web_pids``, also the CPU a request
+    cost them and the database backends."""
     queries = questions(requests + 50, seed=99)
     latencies: list[float] = []
     degraded: list[str] = []
@@ -302,7 +313,8 @@ def measure(
             # A unique tag per request: a repeated query would get its vector from the embedding
             # cache instead of the model.
             query = f"{queries[50 + n]} (ref {uuid.uuid4().hex[:8]})"
-            stages = _post(conn, key, query, hyde=hyde, user=n % USERS)
+            earlier = queries[n % 50] if window else None
+            stages = _post(conn, key, query, hyde=hyde, user=n % USERS, earlier=earlier)
             with lock:
                 latencies.append((time.perf_counter() - started) * 1000)
                 degraded.extend(stages)
@@ -340,9 +352,21 @@ def _client(port: int) -> http.client.HTTPConnection:
     return http.client.HTTPConnection("127.0.0.1", port, timeout=30)
 
 
-def _post(conn: http.client.HTTPConnection, key: str, query: str, *, hyde: bool, user: int) -> list[str]:
-    """One retrieve; the stages it names as degraded."""
-    body = json.dumps({"user_id": f"user-{user}", "query": query, "hyde": hyde, "turn_id": uuid.uuid4().hex})
+def retrieve_body(query: str, *, hyde: bool, user: int, earlier: str | None = None) -> dict[str, Any]:
+    """A retrieve request's body: ``query`` alone, or with ``earlier`` the last message of a window
+    that asked ``earlier`` and got an answer."""
+    body: dict[str, Any] = {"user_id": f"user-{user}", "hyde": hyde, "turn_id": uuid.uuid4().hex}
+    if earlier is None:
+        return body | {"query": query}
+    window = [{"role": "user", "content": earlier}, {"role": "assistant", "content": "Noted."}]
+    return body | {"messages": [*window, {"role": "user", "content": query}]}
+
+
+def _post(
+    conn: http.client.HTTPConnection, key: str, query: str, *, hyde: bool, user: int, earlier: str | None = None
+) -> list[str]:
+    """One retrieve (``retrieve_body``); the stages it names as degraded."""
+    body = json.dumps(retrieve_body(query, hyde=hyde, user=user, earlier=earlier))
     conn.request(
         "POST", "/api/v1/retrieve", body, {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
     )
