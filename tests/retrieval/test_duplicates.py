@@ -4,24 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from memories import services
-from memories.models import Memory, Project
+from memories.models import Memory
 from retrieval import duplicates
 from retrieval.duplicates import _nearest_by_scan, nearest_memory
 from retrieval.embedders import embedder_for_model
-from retrieval.memory_vectors import embed_memories
 from retrieval.vector_cache import embed_texts
+from tests.support.search import stored
 
 pytestmark = pytest.mark.django_db
 
 MODEL = "all-MiniLM-L6-v2"
-
-
-def store(project: Project, user_id: str, contents: list[str], scope: str = "user") -> list[Memory]:
-    drafts = [services.MemoryDraft(user_id=user_id, content=content, scope=scope) for content in contents]
-    memories = services.memory_bulk_create(project=project, drafts=drafts, actor="system:test")
-    embed_memories(memories)
-    return memories
 
 
 def vector(text: str):
@@ -31,10 +23,10 @@ def vector(text: str):
 def test_the_nearest_live_memory_is_the_one_an_exact_scan_finds(project, other_project):
     activities = ["deploys", "cooks", "reads about", "plays", "repairs", "paints"]
     things = ["Kubernetes", "pasta", "the violin", "old bicycles", "Rust", "a garden", "chess", "jazz"]
-    store(project, "alice", [f"Alice {a} {t} on day {n}." for a in activities for t in things for n in range(6)])
-    store(project, "bob", [f"Bob shares that the team {a} {t}." for a in activities for t in things], scope="project")
-    store(project, "bob", ["Alice plays the violin on Sundays."])  # Bob's own: not Alice's to see
-    store(other_project, "alice", ["Alice plays the violin on Sundays."])  # another project's
+    stored(project, "alice", [f"Alice {a} {t} on day {n}." for a in activities for t in things for n in range(6)])
+    stored(project, "bob", [f"Bob shares that the team {a} {t}." for a in activities for t in things], scope="project")
+    stored(project, "bob", ["Alice plays the violin on Sundays."])  # Bob's own: not Alice's to see
+    stored(other_project, "alice", ["Alice plays the violin on Sundays."])  # another project's
     questions = ["Alice plays the violin on Sundays.", "The team cooks pasta.", "Who repairs bicycles?", "Rust"]
     for question in questions:
         query = vector(question)
@@ -47,7 +39,7 @@ def test_the_nearest_live_memory_is_the_one_an_exact_scan_finds(project, other_p
 
 
 def test_a_closer_memory_that_is_not_live_is_passed_over_even_when_it_is_all_the_copies_picked(project, monkeypatch):
-    superseded, live = store(
+    superseded, live = stored(
         project, "alice", ["Alice deploys with Kubernetes.", "Alice ships containers to a cluster."]
     )
     Memory.objects.filter(pk=superseded.pk).update(status="superseded")
@@ -67,14 +59,14 @@ def test_a_review_pages_similar_memories_are_those_an_exact_scan_finds_never_a_w
     from retrieval.duplicates import SIMILAR_SQL, similar_memories
 
     topics = ["deploys", "cooks", "reads about", "plays", "repairs"]
-    store(
+    stored(
         project,
         "alice",
         [f"Alice {t} {thing} on day {n}." for t in topics for thing in ("jazz", "Rust") for n in range(8)],
     )
-    store(project, "bob", [f"The team {t} jazz." for t in topics], scope="project")
-    store(project, "bob", ["Bob plays jazz on Fridays."])
-    expired = store(project, "alice", ["Alice plays jazz on Fridays."])[0]
+    stored(project, "bob", [f"The team {t} jazz." for t in topics], scope="project")
+    stored(project, "bob", ["Bob plays jazz on Fridays."])
+    expired = stored(project, "alice", ["Alice plays jazz on Fridays."])[0]
     Memory.objects.filter(pk=expired.pk).update(expires_at="2000-01-01T00:00:00Z")
     texts = ["Alice plays jazz on Fridays.", "The team cooks Rust.", "Alice repairs jazz records."]
     found = similar_memories(project=project, queries=[("alice", text) for text in texts], limit=3)

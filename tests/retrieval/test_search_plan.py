@@ -25,6 +25,7 @@ from retrieval.search import (
     reads_exactly,
     search_settings,
 )
+from tests.support.search import statements_containing, stored
 
 # The fusion statement as a user with fewer than VECTOR_EXACT_MAX_ROWS memories gets it.
 EXACT_FUSION = fusion_sql(384, own_exact=True, shared_exact=True)
@@ -265,23 +266,11 @@ def test_the_search_reads_each_group_by_its_size_from_the_word_statistics(api):
     from retrieval.models import KeywordStats
     from retrieval.search import SearchParams, hybrid_search
 
-    embed_memories(
-        services.memory_bulk_create(
-            project=api.project,
-            drafts=[services.MemoryDraft(user_id="alice", content="Alice deploys with Kubernetes.")],
-            actor="system:test",
-        )
-    )
-    statements: list[str] = []
-
-    def capture(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        if "nearest_rows" in sql:
-            statements.append(sql)
-        return execute(sql, params, many, context)
+    stored(api.project, "alice", ["Alice deploys with Kubernetes."])
 
     def arms() -> tuple[bool, bool]:
         """Whether the user's own group and the shared one were read exactly, in the last search."""
-        own, shared = statements[-1].split("nearest_rows AS MATERIALIZED", 1)[1].split("UNION ALL", 1)
+        own, shared = statements[-1][0].split("nearest_rows AS MATERIALIZED", 1)[1].split("UNION ALL", 1)
         return ("qv.h) + 0" in own, "qv.h) + 0" in shared.split(") groups", 1)[0])
 
     params = SearchParams(
@@ -291,7 +280,7 @@ def test_the_search_reads_each_group_by_its_size_from_the_word_statistics(api):
         model="all-MiniLM-L6-v2",
         vectors=np.ones((1, 384), dtype=np.float32),
     )
-    with connection.execute_wrapper(capture):
+    with statements_containing("nearest_rows") as statements:
         found = hybrid_search(params).candidates
         assert arms() == (True, True)  # no statistics: small groups
         KeywordStats.objects.create(project=api.project, owner="alice", rows=VECTOR_EXACT_MAX_ROWS + 1)
