@@ -16,7 +16,7 @@ from django.db.models import QuerySet
 from pgvector.django import CosineDistance
 
 from memories.fields import vector_literal
-from memories.models import Embedding, Memory, Project
+from memories.models import Embedding, Memory, Project, Status
 from memories.selectors import LIVE_STATUSES, visible_q
 from retrieval.embedders import EmbedderError, embedder_for_model
 from retrieval.memory_vectors import active_model
@@ -36,50 +36,12 @@ def has_vectors(*, project: Project, user_id: str, model: str) -> bool:
     return _vectors(project=project, user_id=user_id, model=model).exists()
 
 
-# The nearest rows the half-precision copies pick, in each of the two groups a user sees (their
-# own, the project's shared), before the full vectors order them and the live ones are kept: the
-# search's exact read (retrieval/search.py, HALF_SPARE). A user's 10,000 vectors: 44 ms p50 by a
-# scan of the full vectors through the table, ~7 ms so (DECISIONS.md, issue 12, session 15).
-NEAREST_PICK = 20
-_NEAREST_SQL = """
-WITH q AS MATERIALIZED (
-    SELECT %(vector)s::vector({dim}) AS v, l2_normalize(%(vector)s::vector({dim}))::halfvec({dim}) AS h
-),
-picked AS (
-    (SELECT e.memory_id FROM memories_embedding e, q
-     WHERE e.model = %(model)s AND e.project_id = %(project)s AND e.user_id = %(user)s
-     ORDER BY (e.vector_half::halfvec({dim}) <=> q.h) + 0 LIMIT %(pick)s)
-    UNION ALL
-    (SELECT e.memory_id FROM memories_embedding e, q
-     WHERE e.model = %(model)s AND e.project_id = %(project)s AND e.scope = 'project' AND e.user_id <> %(user)s
-     ORDER BY (e.vector_half::halfvec({dim}) <=> q.h) + 0 LIMIT %(pick)s)
-)
-SELECT e.memory_id::text, e.vector::vector({dim}) <=> q.v
-FROM picked
-JOIN memories_embedding e ON e.memory_id = picked.memory_id AND e.model = %(model)s
-JOIN memories_memory m ON m.id = e.memory_id AND m.status = ANY(%(live)s), q
-ORDER BY (e.vector::vector({dim}) <=> q.v) + 0
-LIMIT 1
-"""
-
-
 def nearest_memory(*, project: Project, user_id: str, model: str, vector: Any) -> NearDuplicate | None:
-    """The live visible memory closest to ``vector`` by cosine: among the ``NEAREST_PICK`` nearest
-    of each group by the half-precision copies, ordered by the full vectors; when none of those is
-    live (all superseded, say), by an exact scan of the user's live rows."""
-    params: dict[str, Any] = {
-        "vector": vector_literal(vector),
-        "model": model,
-        "project": project.pk,
-        "user": user_id,
-        "pick": NEAREST_PICK,
-        "live": list(LIVE_STATUSES),
-    }
-    with connection.cursor() as cursor:
-        cursor.execute(_NEAREST_SQL.format(dim=len(vector)), params)
-        found = cursor.fetchone()
-    if found is not None:
-        return NearDuplicate(memory_id=found[0], similarity=1.0 - float(found[1]))
+    """The live visible memory closest to ``vector`` by cosine (``NEAREST_SQL``); when none of the
+    rows the copies picked is live (all superseded, say), by an exact scan of the user's live rows."""
+    rows = _nearest(project=project, model=model, owners=[user_id], vectors=[vector], statuses=LIVE_STATUSES, limit=1)
+    if rows:
+        return NearDuplicate(memory_id=rows[0][1], similarity=float(rows[0][2]))
     return _nearest_by_scan(project=project, user_id=user_id, model=model, vector=vector)
 
 
@@ -135,13 +97,20 @@ class NearDuplicateFinder:
 # 0.95). Chosen by eye on a handful of pairs with the local model, not measured on a set.
 SIMILAR_MIN_COSINE = 0.5
 
-# One statement for a whole review page: per proposal, the active memories its end user sees
-# (the visibility rule of the search and of nearest_memory), nearest first: NEAREST_PICK per group
-# by the half-precision copies, ordered by the full vectors. "+ 0" keeps every ordering off the
-# HNSW index: ordered by it, a walk without the search's iterative scan filtered to one user's rows
-# of the whole project's graph, and 8 of 40 cards at 100k memories missed memories an exact scan
-# finds (DECISIONS.md, issue 12, session 15).
-SIMILAR_SQL = """
+# Rows the half-precision copies pick per query vector in each of the two groups a user sees
+# (their own, the project's shared), before the full vectors order them and the wanted statuses are
+# kept: the search's exact read (retrieval/search.py, HALF_SPARE). A user's 10,000 vectors: the
+# near-duplicate check 41-45 ms p50 by a scan of the full vectors through the table, 6.6 ms so
+# (DECISIONS.md, issue 12, session 15).
+NEAREST_PICK = 20
+
+# One statement for the near-duplicate check and for a whole review page: per (owner, vector), the
+# memories that owner sees (the visibility rule of the search) with one of ``statuses`` (and not
+# expired, with ``unexpired``), nearest first, from the cosine ``floor`` up. "+ 0" keeps every
+# ordering off the HNSW index: ordered by it, the review page's statement walked the whole project's
+# graph without the search's iterative scan, then filtered to one user's rows, and 8 of 40 cards at
+# 100k memories missed memories an exact scan finds (DECISIONS.md, issue 12, session 15).
+NEAREST_SQL = """
 WITH proposals AS MATERIALIZED (
     SELECT ord, owner, v::vector({dim}) AS v, l2_normalize(v::vector({dim}))::halfvec({dim}) AS h
     FROM unnest(%(owners)s::text[], %(vectors)s::text[]) WITH ORDINALITY AS t(owner, v, ord)
@@ -161,13 +130,42 @@ CROSS JOIN LATERAL (
     ) picked
     JOIN memories_embedding e ON e.memory_id = picked.memory_id AND e.model = %(model)s
     JOIN memories_memory m ON m.id = e.memory_id
-    WHERE m.status = 'active' AND (m.expires_at IS NULL OR m.expires_at > now())
+    WHERE m.status = ANY(%(statuses)s)
+      AND (NOT %(unexpired)s OR m.expires_at IS NULL OR m.expires_at > now())
     ORDER BY (e.vector::vector({dim}) <=> p.v) + 0
     LIMIT %(limit)s
 ) c
 WHERE 1 - c.d >= %(floor)s
 ORDER BY p.ord, c.d
 """
+
+
+def _nearest(
+    *,
+    project: Project,
+    model: str,
+    owners: Sequence[str],
+    vectors: Sequence[Any],
+    statuses: Sequence[str],
+    limit: int,
+    unexpired: bool = False,
+    floor: float = -1.0,
+) -> list[tuple[int, str, float]]:
+    """NEAREST_SQL's rows (ord from 1, memory id, cosine) for each owner's vector."""
+    params: dict[str, Any] = {
+        "owners": list(owners),
+        "vectors": [vector_literal(vector) for vector in vectors],
+        "model": model,
+        "project": project.pk,
+        "statuses": list(statuses),
+        "unexpired": unexpired,
+        "limit": limit,
+        "pick": max(NEAREST_PICK, limit),
+        "floor": floor,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(NEAREST_SQL.format(dim=len(vectors[0])), params)
+        return [(int(ord_), memory_id, float(cosine)) for ord_, memory_id, cosine in cursor.fetchall()]
 
 
 @dataclass(frozen=True)
@@ -186,21 +184,19 @@ def similar_memories(*, project: Project, queries: Sequence[tuple[str, str]], li
         return []
     model = active_model(project)
     vectors = embed_texts([text for _, text in queries], embedder=embedder_for_model(model))
-    params: dict[str, Any] = {
-        "owners": [user_id for user_id, _ in queries],
-        "vectors": [vector_literal(row) for row in vectors],
-        "model": model,
-        "project": project.pk,
-        "limit": limit,
-        "pick": max(NEAREST_PICK, limit),
-        "floor": SIMILAR_MIN_COSINE,
-    }
-    with connection.cursor() as cursor:
-        cursor.execute(SIMILAR_SQL.format(dim=int(vectors.shape[1])), params)
-        rows = cursor.fetchall()
+    rows = _nearest(
+        project=project,
+        model=model,
+        owners=[user_id for user_id, _ in queries],
+        vectors=list(vectors),
+        statuses=[Status.ACTIVE],
+        limit=limit,
+        unexpired=True,
+        floor=SIMILAR_MIN_COSINE,
+    )
     memories = Memory.objects.in_bulk([memory_id for _, memory_id, _ in rows])
     found: list[list[Similar]] = [[] for _ in queries]
     for ord_, memory_id, cosine in rows:
         if (memory := memories.get(uuid.UUID(memory_id))) is not None:
-            found[int(ord_) - 1].append(Similar(memory=memory, cosine=float(cosine)))
+            found[ord_ - 1].append(Similar(memory=memory, cosine=cosine))
     return found

@@ -163,8 +163,8 @@ query_vectors AS MATERIALIZED (
 -- Nearest neighbours per query vector in the two groups a user sees: their own memories, and
 -- the project's shared ones (scope 'project') of other users. A group of at most
 -- VECTOR_EXACT_MAX_ROWS is read exactly, in half precision ("+ 0" hides the ordering from the
--- HNSW index), the user's own vectors from embedding_owner_half alone
--- (an index-only scan), HALF_SPARE rows more than wanted. A larger one is a filtered walk of the
+-- HNSW index), the user's own vectors from embedding_owner_half alone (an index-only scan),
+-- HALF_SPARE rows more than wanted. A larger one is a filtered walk of the
 -- model's HNSW index with pgvector's iterative scan (the engine sets hnsw.iterative_scan and
 -- ef_search), which keeps going until it has enough of the group's rows. Either way the rows are
 -- then ranked by their full vectors: the exact cosine distance orders them, not the copy.
@@ -313,7 +313,7 @@ def _message(statement: str) -> str:
     """SETTINGS_SQL and ``statement`` as sent: without comment lines and indentation (they stay
     here, in the source). Under 4 kB, psycopg keeps how it split the text around the parameters
     (its ``MAX_CACHED_STATEMENT_LENGTH``); at 5 kB with the comments it split it again on every
-    call, ~0.7 ms a search of the web worker's CPU on the AMD machine (DECISIONS.md, session 15)."""
+    call: ~0.15 ms of the web worker's CPU a search on the AMD machine (DECISIONS.md, session 15)."""
     lines = (line.strip() for line in f"{SETTINGS_SQL};\n{statement}".splitlines())
     return "\n".join(line for line in lines if line and not line.startswith("--"))
 

@@ -56,7 +56,7 @@ def test_a_review_pages_similar_memories_are_those_an_exact_scan_finds_never_a_w
     from django.db import connection, transaction
 
     from memories.fields import vector_literal
-    from retrieval.duplicates import SIMILAR_SQL, similar_memories
+    from retrieval.duplicates import NEAREST_SQL, similar_memories
 
     topics = ["deploys", "cooks", "reads about", "plays", "repairs"]
     stored(
@@ -86,9 +86,9 @@ def test_a_review_pages_similar_memories_are_those_an_exact_scan_finds_never_a_w
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_sort = off")  # the planner's only way out of a sort: an index's order
         cursor.execute(
-            "EXPLAIN " + SIMILAR_SQL.format(dim=384),
+            "EXPLAIN " + NEAREST_SQL.format(dim=384),
             {"owners": ["alice"], "vectors": [vector_literal(vector(texts[0]))], "model": MODEL,
-             "project": project.pk, "limit": 3, "pick": 20, "floor": 0.5},
+             "project": project.pk, "statuses": ["active"], "unexpired": True, "limit": 3, "pick": 20, "floor": 0.5},
         )  # fmt: skip
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "embedding_hnsw" not in plan and "embedding_owner_half" in plan

@@ -13,7 +13,6 @@ from memories import services
 from memories.fields import vector_literal
 from memories.models import GIN_PENDING_LIST_KB
 from memoryhub import row_security
-from retrieval.memory_vectors import embed_memories
 from retrieval.search import (
     BOILERPLATE_LEXEMES,
     FUSION_SQL,
@@ -167,9 +166,8 @@ def test_a_users_own_vectors_are_read_exactly_from_the_owner_index_alone(api):
     # Up to VECTOR_EXACT_MAX_ROWS a user's vectors are searched exactly, by their half-precision
     # copies in embedding_owner_half (index-only), and the project's shared ones through their
     # partial index; neither the HNSW walk nor a scan of the project's vectors (LoCoMo: 1.5 -> 0.2 ms).
-    drafts = [services.MemoryDraft(user_id="bob", content=f"Bob note {n} about lunch.") for n in range(300)]
-    drafts += [services.MemoryDraft(user_id="alice", content=f"Alice deploys service {n}.") for n in range(5)]
-    embed_memories(services.memory_bulk_create(project=api.project, drafts=drafts, actor="system:test"))
+    stored(api.project, "bob", [f"Bob note {n} about lunch." for n in range(300)])
+    stored(api.project, "alice", [f"Alice deploys service {n}." for n in range(5)])
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE memories_embedding")
     plan = fusion_plan(api.project.pk, EXACT_FUSION)
@@ -179,12 +177,7 @@ def test_a_users_own_vectors_are_read_exactly_from_the_owner_index_alone(api):
 
 
 def test_a_group_larger_than_the_exact_size_is_walked_through_the_hnsw_index(api):
-    make = services.MemoryDraft
-    embed_memories(
-        services.memory_bulk_create(
-            project=api.project, drafts=[make(user_id="alice", content="Alice deploys.")], actor="system:test"
-        )
-    )
+    stored(api.project, "alice", ["Alice deploys."])
     plan = fusion_plan(api.project.pk, fusion_sql(384, own_exact=False, shared_exact=False), sort=False)
     assert plan.count("Index Scan using embedding_hnsw") == 2  # the user's own, the project's shared
     # Read exactly, no group can take the walk, whatever the planner is told.
@@ -322,11 +315,11 @@ def test_the_exact_read_ranks_by_the_full_vectors_as_an_exact_search_does(api):
 
     topics = ["deploys", "cooks", "reads about", "plays", "writes", "repairs", "paints", "studies"]
     things = ["Kubernetes", "pasta", "the violin", "old bicycles", "Rust", "a garden", "chess", "jazz", "glaciers"]
-    drafts = [
-        services.MemoryDraft(user_id="alice", content=f"Alice {topic} {thing} on day {n}.")
+    contents = [
+        f"Alice {topic} {thing} on day {n}."
         for n, (topic, thing) in enumerate((t, h) for t in topics for h in things for _ in range(6))
     ]
-    embed_memories(services.memory_bulk_create(project=api.project, drafts=drafts, actor="system:test"))
+    stored(api.project, "alice", contents)
     query = embed_texts(["What does Alice do with music?"], embedder=embedder_for_model("all-MiniLM-L6-v2"))
     found = hybrid_search(
         SearchParams(
