@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -294,6 +295,41 @@ class Embedding(models.Model):
 
     def __str__(self) -> str:
         return f"{self.memory_id} @ {self.model}"
+
+
+class VectorGroup(models.Model):
+    """Which version of one group of vectors is current: a group is what a search reads as one,
+    a user's own (``owner`` the user id, any scope) or the project's shared ones (``owner`` "",
+    scope ``project``), under one model.
+
+    Postgres keeps it: triggers on ``memories_embedding`` (migration ``0015``) give every group a
+    statement touches a new ``generation``, in the same transaction, drawn from one sequence while
+    holding the group's row, so a group's generations only grow, in the order their writes commit.
+    ``recent_ids`` lists every memory whose vector changed (written, rewritten, removed) in the
+    generations after ``recent_since`` (NULL: not known, after a large write or a truncate), at most
+    ``RECENT_IDS``. A process holding a group's vectors in memory (``retrieval.resident_vectors``)
+    reads the generation with the search: the same, its copy is current; a later one, it reads
+    again the vectors of the recent ids only, or the whole group when its copy is older than
+    ``recent_since``. A group that never had a vector has no row.
+    """
+
+    # The most memory ids a group's row lists; a larger write makes holders read the group again.
+    RECENT_IDS = 64
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    model = models.CharField(max_length=100)
+    owner = models.CharField(max_length=255, blank=True)
+    generation = models.BigIntegerField()
+    recent_since = models.BigIntegerField(null=True)
+    recent_ids = ArrayField(models.UUIDField(), default=list)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "model", "owner"], name="vectorgroup_project_model_owner")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project_id}/{self.model}/{self.owner or '(shared)'}: {self.generation}"
 
 
 class Conversation(models.Model):
