@@ -305,6 +305,12 @@ MEMORYHUB_KEYWORD_STATS_MIN_ROWS = env.integer(
 MEMORYHUB_KEYWORD_ROW_BUDGET = env.integer(
     "MEMORYHUB_KEYWORD_ROW_BUDGET", 1000, "rarest words first, up to about this many matches (0: no limit)", minimum=0
 )
+# Each web process keeps the vector groups its searches read (a user's own vectors, a project's
+# shared ones) in memory, up to this many MB, and picks the nearest there (retrieval/resident_vectors.py;
+# 0: Postgres reads them on every search). 10,000 vectors of 384 dimensions take 15 MB.
+MEMORYHUB_RESIDENT_VECTORS_MB = env.integer(
+    "MEMORYHUB_RESIDENT_VECTORS_MB", 512, "MB of vectors each web process keeps for search (0: none)", minimum=0
+)
 
 # --- API limits ----------------------------------------------------------------------
 MEMORYHUB_MAX_CONTENT_CHARS = env.integer(

@@ -8,11 +8,17 @@ class RetrievalConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from threadpoolctl import threadpool_limits
+
         from conversations import services as conversation_services
         from memories import services
         from retrieval.memory_vectors import embed_now_or_later
         from retrieval.message_vectors import queue_for_embedding
 
+        # numpy's BLAS on one thread: its threads keep spinning after each product, and a web
+        # process's vector picks (retrieval.resident_vectors) then cost both cores. 100k memories,
+        # 1 client: 38 ms of web CPU a search with two threads, NN with one (DECISIONS.md, session 16).
+        threadpool_limits(limits=1, user_api="blas")
         if embed_now_or_later not in services.after_content_change:
             services.after_content_change.append(embed_now_or_later)
         if queue_for_embedding not in conversation_services.after_messages_stored:

@@ -8,7 +8,10 @@ against mem0"); read together they are the one hybrid query.
 
 Visibility is part of the statement: the user's ``user``-scope memories and the
 project's ``project``-scope ones, with the wanted statuses, not expired. Vector search
-reads two groups, the user's own vectors and the project's shared ones: a group of up to
+reads two groups, the user's own vectors and the project's shared ones. The web process
+picks their nearest rows from its own copy of both (``retrieval.resident_vectors``, at the
+generation the keyword statement reads) and the fusion statement takes them as arrays; when
+it cannot hold a group, Postgres reads both (``NEAREST_READ``): a group of up to
 ``VECTOR_EXACT_MAX_ROWS`` exactly (by each vector's half-precision copy, the user's own from
 ``embedding_owner_half`` alone, then ordered by the full vectors), a larger one by a walk of the
 active model's partial HNSW index with pgvector's iterative scan, so a per-user filter still
@@ -29,6 +32,7 @@ from django.db import connection, transaction
 
 from memories.fields import vector_literal
 from memories.models import Project
+from retrieval import resident_vectors
 from retrieval.embedders import embedder_for_model
 from retrieval.memory_vectors import active_model
 from retrieval.vector_cache import embed_texts
@@ -139,27 +143,24 @@ keyword_hits AS (
     FROM keyword k
 )
 -- At least one row: the skipped words, and the sizes of the two groups the vector half searches
--- (the user's memories, the project's shared ones; NULL below the statistics' minimum), are wanted
--- even when full text finds nothing.
-SELECT k.id::text, k.kw_score, k.kw_rank, k.coverage, s.skipped, s.user_rows, s.shared_rows
+-- (the user's memories, the project's shared ones; NULL below the statistics' minimum) and their
+-- vectors' generations (memories_vectorgroup; NULL: never a vector), are wanted even when full
+-- text finds nothing.
+SELECT k.id::text, k.kw_score, k.kw_rank, k.coverage, s.skipped, s.user_rows, s.shared_rows,
+       s.own_generation, s.shared_generation
 FROM (SELECT ARRAY(SELECT lexeme FROM searched WHERE NOT searched ORDER BY lexeme) AS skipped,
              (SELECT rows FROM group_stats WHERE owner = %(user)s) AS user_rows,
-             (SELECT rows FROM group_stats WHERE owner = '') AS shared_rows) s
+             (SELECT rows FROM group_stats WHERE owner = '') AS shared_rows,
+             (SELECT generation FROM memories_vectorgroup
+              WHERE project_id = %(project)s AND model = %(model)s AND owner = %(user)s) AS own_generation,
+             (SELECT generation FROM memories_vectorgroup
+              WHERE project_id = %(project)s AND model = %(model)s AND owner = '') AS shared_generation) s
 LEFT JOIN keyword_hits k ON true
 """
 
-# The vector half and the fusion: the full-text hits come in as arrays from KEYWORD_SQL.
-FUSION_SQL = f"""
-WITH keyword_hits AS (
-    SELECT * FROM unnest(%(kw_ids)s::uuid[], %(kw_scores)s::float8[], %(kw_ranks)s::bigint[], %(kw_coverage)s::float8[])
-        AS k(id, kw_score, kw_rank, coverage)
-),
--- Materialized so each vector is parsed once, not once per row it is compared with; "h" is its
--- unit-length half-precision copy, compared with the stored ones (memories_embedding.vector_half).
-query_vectors AS MATERIALIZED (
-    SELECT ord, v::vector({{dim}}) AS v, l2_normalize(v::vector({{dim}}))::halfvec({{dim}}) AS h
-    FROM unnest(%(vectors)s::text[]) WITH ORDINALITY AS t(v, ord)
-),
+# FUSION_SQL's nearest rows, read by Postgres (each group exactly or by a walk; {own_order} and
+# {shared_order} say which) or given by the web process (``retrieval.resident_vectors``).
+NEAREST_READ = """
 -- Nearest neighbours per query vector in the two groups a user sees: their own memories, and
 -- the project's shared ones (scope 'project') of other users. A group of at most
 -- VECTOR_EXACT_MAX_ROWS is read exactly, in half precision ("+ 0" hides the ordering from the
@@ -175,27 +176,49 @@ nearest_rows AS MATERIALIZED (
     SELECT qv.ord, c.id, c.d
     FROM query_vectors qv
     CROSS JOIN LATERAL (
-        SELECT e.memory_id AS id, e.vector::vector({{dim}}) <=> qv.v AS d
+        SELECT e.memory_id AS id, e.vector::vector({dim}) <=> qv.v AS d
         FROM (
             (SELECT e.memory_id AS id
              FROM memories_embedding e
              WHERE e.model = %(model)s AND e.project_id = %(project)s AND e.user_id = %(user)s
-             ORDER BY {{own_order}}
+             ORDER BY {own_order}
              LIMIT %(own_fetch)s)
             UNION ALL
             (SELECT e.memory_id
              FROM memories_embedding e
              WHERE e.model = %(model)s AND e.project_id = %(project)s
                AND e.scope = 'project' AND e.user_id <> %(user)s
-             ORDER BY {{shared_order}}
+             ORDER BY {shared_order}
              LIMIT %(shared_fetch)s)
         ) groups
         JOIN memories_embedding e ON e.memory_id = groups.id AND e.model = %(model)s
         -- "+ 0": never a walk of the HNSW index joined to the groups (it could stop short of them).
-        ORDER BY (e.vector::vector({{dim}}) <=> qv.v) + 0
+        ORDER BY (e.vector::vector({dim}) <=> qv.v) + 0
         LIMIT %(vector_fetch)s
     ) c
 ),
+"""
+NEAREST_GIVEN = """
+-- Nearest neighbours per query vector, picked by the web process from its copy of the two groups
+-- (retrieval.resident_vectors: the same rows by the same exact distance), with their distances.
+nearest_rows AS MATERIALIZED (
+    SELECT * FROM unnest(%(near_ords)s::bigint[], %(near_ids)s::uuid[], %(near_distances)s::float8[]) AS c(ord, id, d)
+),
+"""
+
+# The vector half and the fusion: the full-text hits come in as arrays from KEYWORD_SQL.
+FUSION_SQL = f"""
+WITH keyword_hits AS (
+    SELECT * FROM unnest(%(kw_ids)s::uuid[], %(kw_scores)s::float8[], %(kw_ranks)s::bigint[], %(kw_coverage)s::float8[])
+        AS k(id, kw_score, kw_rank, coverage)
+),
+-- Materialized so each vector is parsed once, not once per row it is compared with; "h" is its
+-- unit-length half-precision copy, compared with the stored ones (memories_embedding.vector_half).
+query_vectors AS MATERIALIZED (
+    SELECT ord, v::vector({{dim}}) AS v, l2_normalize(v::vector({{dim}}))::halfvec({{dim}}) AS h
+    FROM unnest(%(vectors)s::text[]) WITH ORDINALITY AS t(v, ord)
+),
+{{nearest_rows}}
 nearest AS (
     SELECT c.ord, c.id, c.d
     FROM nearest_rows c
@@ -402,28 +425,68 @@ def hybrid_search(
         if vectors is None:
             vectors = np.zeros((0, 1), dtype=np.float32)
         sql_params |= keyword_arrays(hits) | {"vectors": array_literal(f'"{vector_literal(row)}"' for row in vectors)}
-        own_rows, shared_rows = (hits[0][5], hits[0][6]) if hits else (None, None)
+        own_rows, shared_rows, own_generation, shared_generation = hits[0][5:9] if hits else (None,) * 4
         own_exact, shared_exact = reads_exactly(own_rows), reads_exactly(shared_rows)
-        sql_params |= {
-            "own_fetch": group_fetch(params, exact=own_exact),
-            "shared_fetch": group_fetch(params, exact=shared_exact),
-        }
-        statement = fusion_sql(int(vectors.shape[1]), own_exact=own_exact, shared_exact=shared_exact)
+        picked = None
+        if len(vectors) and resident_vectors.enabled():
+            picked = _resident_pick(cursor, params, vectors, own_generation, shared_generation)
+        if picked is not None:
+            sql_params |= {
+                "near_ords": array_literal(picked.ords),
+                "near_ids": array_literal(picked.ids),
+                "near_distances": array_literal(picked.distances),
+            }
+        else:
+            sql_params |= {
+                "own_fetch": group_fetch(params, exact=own_exact),
+                "shared_fetch": group_fetch(params, exact=shared_exact),
+            }
+        statement = fusion_sql(
+            int(vectors.shape[1]), own_exact=own_exact, shared_exact=shared_exact, given=picked is not None
+        )
         rows = _with_settings(cursor, statement, sql_params)
     # Skipped words as before the split: reported when the search found anything at all.
     skipped = list(hits[0][4]) if rows and hits else []
     return SearchResult(candidates=[_candidate(row) for row in rows], skipped_words=skipped)
 
 
+def _resident_pick(
+    cursor: Any, params: SearchParams, vectors: np.ndarray, own_generation: int | None, shared_generation: int | None
+) -> resident_vectors.Picked | None:
+    """The nearest rows from this process's copy of the caller's two groups (read first when it
+    holds another generation); None when a group cannot be held (Postgres reads them instead)."""
+    groups = [
+        resident_vectors.group(
+            cursor,
+            project_id=params.project_id,
+            model=params.model,
+            owner=owner,
+            generation=generation,
+            dimension=int(vectors.shape[1]),
+        )
+        for owner, generation in ((params.user_id, own_generation), (resident_vectors.SHARED, shared_generation))
+    ]
+    own, shared = groups
+    if own is None or shared is None:
+        return None
+    return resident_vectors.pick(own, shared, user_id=params.user_id, queries=vectors, fetch=vector_fetch(params))
+
+
 @cache
-def fusion_sql(dim: int, *, own_exact: bool, shared_exact: bool) -> str:
-    """FUSION_SQL for ``dim``-dimensional vectors, each group read exactly (by its half-precision
-    copies) or by the HNSW walk (a few texts per process, kept: every search asks for one)."""
+def fusion_sql(dim: int, *, own_exact: bool, shared_exact: bool, given: bool = False) -> str:
+    """FUSION_SQL for ``dim``-dimensional vectors: the nearest rows ``given`` as arrays (picked by the
+    web process), or read by Postgres, each group exactly (by its half-precision copies) or by the HNSW
+    walk (a few texts per process, kept: every search asks for one)."""
     exact = f"(e.vector_half::halfvec({dim}) <=> qv.h) + 0"
     walk = f"e.vector::vector({dim}) <=> qv.v"
-    return FUSION_SQL.format(
-        dim=dim, own_order=exact if own_exact else walk, shared_order=exact if shared_exact else walk
+    nearest = (
+        NEAREST_GIVEN
+        if given
+        else NEAREST_READ.format(
+            dim=dim, own_order=exact if own_exact else walk, shared_order=exact if shared_exact else walk
+        )
     )
+    return FUSION_SQL.format(dim=dim, nearest_rows=nearest.strip("\n"))
 
 
 def group_fetch(params: SearchParams, *, exact: bool) -> int:

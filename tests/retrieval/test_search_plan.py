@@ -1,4 +1,8 @@
-"""The hybrid search's two statements are queries whose predicates the indexes serve."""
+"""The hybrid search's two statements are queries whose predicates the indexes serve.
+
+Here Postgres reads the vectors itself: the process's resident copy (``retrieval.resident_vectors``,
+tested in ``test_resident_vectors.py``) is off for every test of this module.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+import pytest
 from django.db import connection, transaction
 from pgvector import Vector
 
@@ -15,8 +20,8 @@ from memories.models import GIN_PENDING_LIST_KB
 from memoryhub import row_security
 from retrieval.search import (
     BOILERPLATE_LEXEMES,
-    FUSION_SQL,
     KEYWORD_SQL,
+    NEAREST_READ,
     VECTOR_EXACT_MAX_ROWS,
     array_literal,
     fusion_sql,
@@ -25,6 +30,12 @@ from retrieval.search import (
     search_settings,
 )
 from tests.support.search import statements_containing, stored
+
+
+@pytest.fixture(autouse=True)
+def postgres_reads_the_vectors(settings):
+    settings.MEMORYHUB_RESIDENT_VECTORS_MB = 0
+
 
 # The fusion statement as a user with fewer than VECTOR_EXACT_MAX_ROWS memories gets it.
 EXACT_FUSION = fusion_sql(384, own_exact=True, shared_exact=True)
@@ -196,7 +207,7 @@ def test_the_walk_fetches_a_few_spare_rows_or_twice_the_depth_when_kinds_or_cate
     assert vector_fetch(plain) == 50 + VECTOR_SPARE
     assert vector_fetch(SearchParams(**{**plain.__dict__, "kinds": ["preference"]})) == 100
     assert vector_fetch(SearchParams(**{**plain.__dict__, "categories": ["work"]})) == 100
-    assert "LIMIT %(vector_fetch)s" in FUSION_SQL
+    assert "LIMIT %(vector_fetch)s" in NEAREST_READ
 
 
 def test_new_rows_wait_in_a_short_pending_list_that_every_full_text_search_reads(project):
@@ -345,10 +356,11 @@ def test_the_statements_are_sent_short_enough_for_psycopg_to_keep_their_split():
     from retrieval.search import _message
 
     statements = [KEYWORD_SQL] + [
-        fusion_sql(dim, own_exact=own, shared_exact=shared)
+        fusion_sql(dim, own_exact=own, shared_exact=shared, given=given)
         for dim in (384, 768)
         for own in (True, False)
         for shared in (True, False)
+        for given in (True, False)
     ]
     for statement in statements:
         message = _message(statement)

@@ -1,0 +1,277 @@
+"""The vector groups a web process's searches read, kept in its memory, and the nearest rows picked
+from them: the vector half's exact read without Postgres reading every vector on every search.
+
+A group is a user's own vectors (any scope) or the project's shared ones (scope ``project``), under
+one model, as in ``retrieval.search``. Postgres keeps a generation per group
+(``memories.models.VectorGroup``, changed by triggers in the writing transaction); the search's
+keyword statement reads the caller's two generations, and a group held at another generation is
+read again, whole, with the generation of the same snapshot. So a search never picks from vectors
+older than the ones its statement could see, whatever wrote them.
+
+The pick is exact: float32 vectors scaled to unit length, one matrix product per group for every
+query vector, ``fetch`` rows per query vector by cosine distance, as the SQL read orders them.
+Postgres then applies the memory-level filters and fuses, unchanged (the fusion statement takes
+the picked ids and distances as arrays). A 10,000-vector group of 384 dimensions is 15 MB and its
+pick ~0.6 ms of numpy against ~6–10 ms of Postgres reading the user's vectors (DECISIONS.md,
+issue 12, session 16).
+
+Held groups are bounded per process (``MEMORYHUB_RESIDENT_VECTORS_MB``, least recently used out
+first); a group larger than that, or any group when it is 0, is read by Postgres as before.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.db import connection
+
+# A group's rows (all of them, or those of the group's recent ids), with the group's generation and
+# recent ids read in the same snapshot: the memory ids, for the shared group each row's user, and the
+# vectors in pgvector's binary form back to back (a 4-byte header, then big-endian float32s). One
+# aggregate node, one pass: every aggregate sees the rows in the same order. The owner filter is a
+# separate text per group, so each uses its own index.
+_GROUP_SQL = """
+SELECT g.generation, g.recent_since, g.recent_ids::text[], count(e.memory_id),
+       string_agg(e.memory_id::text, ','), {users}, string_agg(vector_send(e.vector), ''::bytea)
+FROM (SELECT 1) one
+LEFT JOIN memories_vectorgroup g ON g.project_id = %(project)s AND g.model = %(model)s AND g.owner = %(owner)s
+LEFT JOIN memories_embedding e ON e.model = %(model)s AND e.project_id = %(project)s AND {owner_filter}{recent}
+GROUP BY g.generation, g.recent_since, g.recent_ids
+"""
+
+SHARED = ""
+
+
+@cache
+def group_sql(*, shared: bool, recent: bool) -> str:
+    """_GROUP_SQL for the shared group or a user's own, every row or only the ``recent`` ones."""
+    return _GROUP_SQL.format(
+        users="array_agg(e.user_id)" if shared else "NULL::text[]",
+        owner_filter="e.scope = 'project'" if shared else "e.user_id = %(owner)s",
+        recent=" AND e.memory_id = ANY(g.recent_ids)" if recent else "",
+    )
+
+
+@dataclass(frozen=True)
+class Group:
+    """One group's vectors at one generation (``vectors`` None: too large to hold)."""
+
+    generation: int
+    ids: list[str]
+    vectors: np.ndarray | None
+    # The shared group's users, a row's user as a code and each user's code: the caller's own
+    # project-scope rows are left out there, their own group has them.
+    users: list[str] | None = None
+    user_codes: np.ndarray | None = None
+    codes: dict[str, int] | None = None
+    rows: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls,
+        generation: int,
+        ids: list[str],
+        vectors: np.ndarray | None,
+        users: list[str] | None,
+        rows: dict[str, int] | None = None,
+    ) -> Group:
+        codes = user_codes = None
+        if users is not None:
+            codes = {user: code for code, user in enumerate(dict.fromkeys(users))}
+            user_codes = np.fromiter((codes[user] for user in users), dtype=np.int32, count=len(users))
+        if rows is None:
+            rows = {memory_id: row for row, memory_id in enumerate(ids)}
+        return cls(generation, ids, vectors, users, user_codes, codes, rows)
+
+    @property
+    def nbytes(self) -> int:
+        return 0 if self.vectors is None else int(self.vectors.nbytes) + 200 * len(self.ids)
+
+
+@dataclass(frozen=True)
+class Picked:
+    """The nearest rows per query vector (1-based ``ords``, as the fusion statement numbers them)."""
+
+    ords: list[int]
+    ids: list[str]
+    distances: list[float]
+
+
+class GroupCache:
+    """Groups by (database, project, model, owner), least recently used first out, within a budget."""
+
+    def __init__(self, budget_bytes: int) -> None:
+        self.budget = budget_bytes
+        self._groups: OrderedDict[tuple[str, int, str, str], Group] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, int, str, str]) -> Group | None:
+        """The group held under ``key``, whatever its generation (now the most recently used)."""
+        with self._lock:
+            group = self._groups.get(key)
+            if group is not None:
+                self._groups.move_to_end(key)
+            return group
+
+    def put(self, key: tuple[str, int, str, str], group: Group) -> None:
+        with self._lock:
+            self._groups.pop(key, None)
+            self._groups[key] = group
+            while sum(g.nbytes for g in self._groups.values()) > self.budget and len(self._groups) > 1:
+                self._groups.popitem(last=False)
+
+    def held_bytes(self) -> int:
+        with self._lock:
+            return sum(g.nbytes for g in self._groups.values())
+
+
+_cache: tuple[int, GroupCache] | None = None
+
+
+def process_cache() -> GroupCache:
+    """This process's groups (a new, empty cache after a fork)."""
+    global _cache
+    if _cache is None or _cache[0] != os.getpid():
+        _cache = (os.getpid(), GroupCache(int(settings.MEMORYHUB_RESIDENT_VECTORS_MB) * 1024 * 1024))
+    return _cache[1]
+
+
+def enabled() -> bool:
+    return int(settings.MEMORYHUB_RESIDENT_VECTORS_MB) > 0
+
+
+def group(
+    cursor: Any, *, project_id: int, model: str, owner: str, generation: int | None, dimension: int
+) -> Group | None:
+    """The group at ``generation`` (None: it never had a vector, so it is empty), from this process's
+    cache, brought up to date or read now; None when it cannot be held (too large, another dimension)."""
+    if generation is None:
+        return Group.of(0, [], np.zeros((0, dimension), dtype=np.float32), None)
+    cache = process_cache()
+    key = (connection.settings_dict["NAME"], project_id, model, owner)
+    held = cache.get(key)
+    if held is None or held.generation != generation:
+        held = read(cursor, held, project=project_id, model=model, owner=owner, budget=cache.budget)
+        cache.put(key, held)
+    if held.vectors is None or (held.ids and held.vectors.shape[1] != dimension):
+        return None
+    return held
+
+
+def read(cursor: Any, held: Group | None, *, project: int, model: str, owner: str, budget: int) -> Group:
+    """The group now: ``held`` with the vectors of the group's recent ids read again (a new memory, a
+    re-embedded one; one no longer there dropped) when they cover every generation since ``held``'s,
+    else the whole group. Its ``vectors`` are None when they would not fit ``budget``."""
+    where = {"project": project, "model": model, "owner": owner}
+    shared = owner == SHARED
+    if held is not None and held.vectors is not None:
+        cursor.execute(group_sql(shared=shared, recent=True), where)
+        generation, since, recent, rows, ids, users, blob = cursor.fetchone()
+        if since is not None and held.generation >= since:
+            fresh = _decoded(rows, blob)
+            added = ids.split(",") if rows else []
+            held_rows = {memory_id: held.rows[memory_id] for memory_id in recent if memory_id in held.rows}
+            at = {memory_id: n for n, memory_id in enumerate(added)}
+            if (
+                fresh is not None
+                and (not rows or fresh.shape[1] == held.vectors.shape[1])
+                and all(memory_id in at for memory_id in held_rows)
+            ):
+                # New and rewritten rows only, the usual writes (a capture, a re-embedding): one copy
+                # of the held vectors, new rows appended, rewritten ones replaced (10,000 held: ~4 ms).
+                new = [n for n, memory_id in enumerate(added) if memory_id not in held.rows]
+                vectors = np.concatenate([held.vectors, fresh[new]])
+                ids_now = held.ids + [added[n] for n in new]
+                users_now = None if held.users is None else held.users + [users[n] for n in new]
+                for memory_id, row in held_rows.items():
+                    vectors[row] = fresh[at[memory_id]]
+                    if users_now is not None:
+                        users_now[row] = users[at[memory_id]]
+                if vectors.nbytes > budget:
+                    return Group.of(int(generation), [], None, None)
+                positions = dict(held.rows)
+                positions.update((ids_now[row], row) for row in range(len(held.ids), len(ids_now)))
+                return Group.of(int(generation), ids_now, vectors, users_now, positions)
+            # Removed rows: the held ones kept, the read ones after them.
+            if fresh is not None and (not rows or fresh.shape[1] == held.vectors.shape[1]):
+                keep = np.ones(len(held.ids), dtype=bool)
+                keep[[held.rows[i] for i in recent if i in held.rows]] = False
+                kept = np.flatnonzero(keep)
+                vectors = np.vstack([held.vectors[kept], fresh]) if rows else held.vectors[kept]
+                if vectors.nbytes > budget:
+                    return Group.of(int(generation), [], None, None)
+                return Group.of(
+                    int(generation),
+                    [held.ids[row] for row in kept] + added,
+                    vectors,
+                    None if held.users is None else [held.users[row] for row in kept] + list(users or []),
+                )
+    cursor.execute(group_sql(shared=shared, recent=False), where)
+    generation, _, _, rows, ids, users, blob = cursor.fetchone()
+    generation = 0 if generation is None else int(generation)
+    whole = _decoded(rows, blob, budget=budget)
+    if whole is None:
+        return Group.of(generation, [], None, None)
+    return Group.of(generation, ids.split(",") if rows else [], whole, (users or []) if shared else None)
+
+
+def _decoded(rows: int, blob: bytes | None, *, budget: int | None = None) -> np.ndarray | None:
+    """``rows`` vectors from their binary forms, scaled to unit length (a vector of length zero has
+    no direction: NaN, as pgvector's cosine gives it); None above ``budget`` bytes."""
+    if not rows or blob is None:
+        return np.zeros((0, 0), dtype=np.float32)
+    blob = bytes(blob)
+    if (budget is not None and len(blob) > budget) or len(blob) % rows:
+        return None
+    raw = np.frombuffer(blob, dtype=np.uint8).reshape(rows, len(blob) // rows)
+    vectors = raw[:, 4:].copy().view(">f4").astype(np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(norms > 0, vectors / norms, np.nan).astype(np.float32)
+
+
+def pick(own: Group, shared: Group, *, user_id: str, queries: np.ndarray, fetch: int) -> Picked:
+    """Per query vector, the ``fetch`` nearest of the caller's own rows and the shared rows of
+    other users, by exact cosine distance (NaN last), as the SQL read would return them."""
+    queries = np.asarray(queries, dtype=np.float32)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        queries = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+    parts: list[tuple[np.ndarray, list[str]]] = []
+    for grp, leave_out in ((own, None), (shared, user_id)):
+        if not grp.ids or grp.vectors is None:
+            continue
+        # One matrix-vector product per query vector: on one BLAS thread, two such products beat
+        # one product with a two-column matrix (10,000 x 384: 1.25 against 1.64 ms).
+        distances = np.stack([1.0 - grp.vectors @ query for query in queries], axis=1)  # (rows, query vectors)
+        if leave_out is not None and grp.codes is not None and leave_out in grp.codes:
+            distances[grp.user_codes == grp.codes[leave_out]] = np.inf
+        parts.append((distances, grp.ids))
+    ords: list[int] = []
+    ids: list[str] = []
+    kept: list[float] = []
+    for column in range(queries.shape[0]):
+        found: list[tuple[float, str]] = []
+        for distances, group_ids in parts:
+            column_d = distances[:, column]
+            top = _nearest(column_d, fetch)
+            found.extend((float(column_d[i]), group_ids[i]) for i in top if column_d[i] != np.inf)
+        found.sort(key=lambda item: (np.isnan(item[0]), item[0]))
+        for distance, memory_id in found[:fetch]:
+            ords.append(column + 1)
+            ids.append(memory_id)
+            kept.append(distance)
+    return Picked(ords=ords, ids=ids, distances=kept)
+
+
+def _nearest(distances: np.ndarray, fetch: int) -> np.ndarray:
+    """Indexes of the ``fetch`` smallest distances (NaN after every number)."""
+    if len(distances) <= fetch:
+        return np.arange(len(distances))
+    return np.argpartition(distances, fetch)[:fetch]
