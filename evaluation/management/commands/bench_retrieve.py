@@ -133,9 +133,10 @@ ORDER BY d LIMIT {50 + VECTOR_SPARE}
 
 def vector_recall(project: Project, queries: int = 200) -> dict[str, Any]:
     """How often the filtered HNSW top 10 (engine settings) equals an exact search of the user's rows,
-    and what the walk, the engine's exact read of a user's own vectors and an exact search through
-    the table cost, and how often that exact read's top 10 equals the exact search.
-    ``engine_reads``: which of the two the engine uses for a bench user.
+    and what the walk, Postgres's exact read of a user's own vectors and an exact search through
+    the table cost, and how often that exact read's top 10 equals the exact search; the same for the
+    web process's resident copy (``retrieval.resident_vectors``: reading a group, refreshing it after
+    one row is written again, a pick). ``engine_reads``: which of them the engine uses for a bench user.
 
     Tie-aware: a row counts when its distance is within the exact 10th distance.
     """
