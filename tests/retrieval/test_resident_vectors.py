@@ -215,3 +215,17 @@ def test_the_pick_leaves_out_the_callers_own_shared_rows_and_puts_vectors_withou
     queries = np.array([[0, 1.0, 0.5, 0], [1.0, 0, 0.2, 0]])
     two = resident_vectors.pick(own, shared, user_id="bob", queries=queries, fetch=2)
     assert two.ords == [1, 1, 2, 2] and two.ids == ["o2", "s-alice", "o1", "s-alice"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_outside_a_transaction_a_group_is_read_whole_off_the_request_path(api):
+    stored(api.project, "alice", varied_memories(20, seed=27))
+    first, resident = search(api.project, "alice", "Who plays the violin?")
+    assert not resident  # Postgres read the vectors; the loader reads the group meanwhile
+    resident_vectors.process_loader().wait()
+    again, resident = search(api.project, "alice", "Who plays the violin?")
+    assert resident and [c.memory_id for c in again] == [c.memory_id for c in first]
+    # A new memory: brought in from the group's recent ids, in the search that sees it first.
+    [added] = stored(api.project, "alice", ["Alice's favourite tea is oolong."])
+    found, resident = search(api.project, "alice", "Which tea does Alice like?")
+    assert resident and found[0].memory_id == str(added.pk)
