@@ -2,17 +2,20 @@
 from them: the vector half's exact read without Postgres reading every vector on every search.
 
 A group is a user's own vectors (any scope) or the project's shared ones (scope ``project``), under
-one model, as in ``retrieval.search``. Postgres keeps a generation per group
-(``memories.models.VectorGroup``, changed by triggers in the writing transaction); the search's
-keyword statement reads the caller's two generations, and a group held at another generation is
-read again, whole, with the generation of the same snapshot. So a search never picks from vectors
-older than the ones its statement could see, whatever wrote them.
+one model, as in ``retrieval.search``. Postgres keeps a generation per group and the ids of the
+memories changed lately (``memories.models.VectorGroup``, written by triggers in the writing
+transaction); the search's keyword statement reads the caller's two generations. A copy held at
+another generation reads again the vectors of the recent ids (``refreshed``: ~4 ms at 10,000),
+or, when they do not cover it, the whole group is read on a loader thread (``Loader``: ~200–300 ms
+at 10,000) while Postgres answers the search. Each read takes the generation in the same snapshot
+as the vectors, so a search never picks from vectors older than the ones its statements see,
+whatever wrote them.
 
-The pick is exact: float32 vectors scaled to unit length, one matrix product per group for every
+The pick is exact: float32 vectors scaled to unit length, one matrix-vector product per group and
 query vector, ``fetch`` rows per query vector by cosine distance, as the SQL read orders them.
 Postgres then applies the memory-level filters and fuses, unchanged (the fusion statement takes
 the picked ids and distances as arrays). A 10,000-vector group of 384 dimensions is 15 MB and its
-pick ~0.6 ms of numpy against ~6–10 ms of Postgres reading the user's vectors (DECISIONS.md,
+pick 0.6–2 ms of numpy against ~6–10 ms of Postgres reading the user's vectors (DECISIONS.md,
 issue 12, session 16).
 
 Held groups are bounded per process (``MEMORYHUB_RESIDENT_VECTORS_MB``, least recently used out
@@ -116,6 +119,7 @@ class GroupCache:
     def __init__(self, budget_bytes: int) -> None:
         self.budget = budget_bytes
         self._groups: OrderedDict[tuple[str, int, str, str], Group] = OrderedDict()
+        self._held = 0
         self._lock = threading.Lock()
 
     def get(self, key: tuple[str, int, str, str]) -> Group | None:
@@ -127,15 +131,21 @@ class GroupCache:
             return group
 
     def put(self, key: tuple[str, int, str, str], group: Group) -> None:
+        """Hold ``group`` under ``key``, unless a later generation is held already (a group's
+        generations only grow: a slow read must not replace a newer copy)."""
         with self._lock:
-            self._groups.pop(key, None)
+            old = self._groups.pop(key, None)
+            if old is not None and old.generation > group.generation:
+                group = old
+            self._held += group.nbytes - (old.nbytes if old is not None else 0)
             self._groups[key] = group
-            while sum(g.nbytes for g in self._groups.values()) > self.budget and len(self._groups) > 1:
-                self._groups.popitem(last=False)
+            while self._held > self.budget and len(self._groups) > 1:
+                _, dropped = self._groups.popitem(last=False)
+                self._held -= dropped.nbytes
 
     def held_bytes(self) -> int:
         with self._lock:
-            return sum(g.nbytes for g in self._groups.values())
+            return self._held
 
 
 _cache: tuple[int, GroupCache] | None = None

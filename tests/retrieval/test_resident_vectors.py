@@ -196,6 +196,13 @@ def test_the_cache_lets_the_least_recently_used_group_go_first():
     cache.put(("db", 1, "m", "d"), group(10))
     assert cache.get(("db", 1, "m", "b")) is None
     assert all(cache.get(("db", 1, "m", owner)) is not None for owner in ("a", "c", "d"))
+    assert cache.held_bytes() == 3 * group(10).nbytes
+    # A slow read of an older generation does not replace a newer copy.
+    newer = resident_vectors.Group.of(5, ["x"], np.zeros((1, 100), np.float32), None)
+    cache.put(("db", 1, "m", "a"), newer)
+    cache.put(("db", 1, "m", "a"), group(10))
+    assert cache.get(("db", 1, "m", "a")) is newer
+    assert cache.held_bytes() == 2 * group(10).nbytes + newer.nbytes
 
 
 def test_the_pick_leaves_out_the_callers_own_shared_rows_and_puts_vectors_without_direction_last():
