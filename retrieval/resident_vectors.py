@@ -175,17 +175,28 @@ def enabled() -> bool:
 
 
 def group(
-    cursor: Any, *, project_id: int, model: str, owner: str, generation: int | None, dimension: int
+    cursor: Any,
+    *,
+    project_id: int,
+    model: str,
+    owner: str,
+    generation: int | None,
+    dimension: int,
+    rows: int | None = None,
 ) -> Group | None:
     """The group at ``generation`` (None: it never had a vector, so it is empty), from this process's
     cache, brought up to date by its recent ids; None when it cannot be used for this search (too
     large, another dimension, or being read whole by the loader: Postgres reads the vectors).
+    ``rows``, the group's size as the word statistics count it, keeps a group too large for the
+    budget from being read at all.
 
     Inside a transaction (the tests, a caller's ``atomic`` block) a whole read happens here: the
     loader's own connection would not see what the transaction wrote."""
     if generation is None:
         return Group.of(0, [], np.zeros((0, dimension), dtype=np.float32), None)
     cache = process_cache()
+    if rows is not None and rows * dimension * 4 > cache.budget:
+        return None
     key = (connection.settings_dict["NAME"], project_id, model, owner)
     held = cache.get(key)
     if held is None or held.generation != generation:

@@ -429,7 +429,9 @@ def hybrid_search(
         own_exact, shared_exact = reads_exactly(own_rows), reads_exactly(shared_rows)
         picked = None
         if len(vectors) and resident_vectors.enabled():
-            picked = _resident_pick(cursor, params, vectors, own_generation, shared_generation)
+            picked = _resident_pick(
+                cursor, params, vectors, (own_generation, shared_generation), (own_rows, shared_rows)
+            )
         if picked is not None:
             sql_params |= {
                 "near_ords": array_literal(picked.ords),
@@ -451,10 +453,16 @@ def hybrid_search(
 
 
 def _resident_pick(
-    cursor: Any, params: SearchParams, vectors: np.ndarray, own_generation: int | None, shared_generation: int | None
+    cursor: Any,
+    params: SearchParams,
+    vectors: np.ndarray,
+    generations: tuple[int | None, int | None],
+    sizes: tuple[int | None, int | None],
 ) -> resident_vectors.Picked | None:
-    """The nearest rows from this process's copy of the caller's two groups (read first when it
-    holds another generation); None when a group cannot be held (Postgres reads them instead)."""
+    """The nearest rows from this process's copy of the caller's two groups (brought up to date
+    first when it holds another generation); None when a group cannot be used (Postgres reads
+    them instead). ``sizes`` are the groups' sizes from the word statistics (None: small)."""
+    owners = (params.user_id, resident_vectors.SHARED)
     groups = [
         resident_vectors.group(
             cursor,
@@ -463,8 +471,9 @@ def _resident_pick(
             owner=owner,
             generation=generation,
             dimension=int(vectors.shape[1]),
+            rows=size,
         )
-        for owner, generation in ((params.user_id, own_generation), (resident_vectors.SHARED, shared_generation))
+        for owner, generation, size in zip(owners, generations, sizes, strict=True)
     ]
     own, shared = groups
     if own is None or shared is None:

@@ -185,6 +185,21 @@ def test_a_group_too_large_to_hold_is_read_by_postgres(api, settings, monkeypatc
     assert resident_vectors.process_cache().held_bytes() == 0
 
 
+def test_a_group_the_word_statistics_count_too_large_is_never_read(api, settings, monkeypatch):
+    from retrieval.models import KeywordStats
+
+    stored(api.project, "alice", varied_memories(10, seed=28))
+    settings.MEMORYHUB_RESIDENT_VECTORS_MB = 1  # 1 MB: ~680 vectors of 384 dimensions
+    monkeypatch.setattr(resident_vectors, "_cache", None)  # a new cache with this budget
+    KeywordStats.objects.create(project=api.project, owner="alice", rows=700)
+    with statements_containing("vector_send") as sent:
+        found, resident = search(api.project, "alice", "Who plays the violin?")
+    assert not resident and found and sent == []
+    KeywordStats.objects.filter(project=api.project, owner="alice").update(rows=600)
+    _, resident = search(api.project, "alice", "Who plays the violin?")
+    assert resident
+
+
 def test_the_cache_lets_the_least_recently_used_group_go_first():
     def group(rows: int) -> resident_vectors.Group:
         return resident_vectors.Group.of(1, [str(n) for n in range(rows)], np.zeros((rows, 100), np.float32), None)
