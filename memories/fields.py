@@ -63,6 +63,16 @@ def binary_vectors(vectors: Any) -> list[VectorBytes]:
     return [VectorBytes(header + row.tobytes()) for row in rows]
 
 
+def vectors_from_binary(blob: bytes, rows: int) -> np.ndarray:
+    """``rows`` vectors of equal dimension in pgvector's binary form back to back (as
+    ``string_agg(vector_send(vector), '')`` returns them), as a float32 array: the inverse of
+    :func:`binary_vectors`."""
+    if rows <= 0 or len(blob) % rows:
+        raise ValueError(f"{len(blob)} bytes do not hold {rows} vectors of one dimension")
+    raw = np.frombuffer(blob, dtype=np.uint8).reshape(rows, len(blob) // rows)
+    return raw[:, 4:].copy().view(">f4").astype(np.float32)
+
+
 def use_binary_vectors(cursor: psycopg.Cursor[Any]) -> None:
     """Let ``cursor`` send :class:`VectorBytes` (and lists of them) as ``vector`` (and ``vector[]``)
     parameters, in binary. The type's oid is read, and its dumper made, once per database connection."""

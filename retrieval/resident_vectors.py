@@ -38,11 +38,13 @@ import numpy as np
 from django.conf import settings
 from django.db import connection
 
+from memories.fields import vectors_from_binary
+
 log = logging.getLogger(__name__)
 
 # A group's rows (all of them, or those of the group's recent ids), with the group's generation and
 # recent ids read in the same snapshot: the memory ids, for the shared group each row's user, and the
-# vectors in pgvector's binary form back to back (a 4-byte header, then big-endian float32s). One
+# vectors in pgvector's binary form back to back (``memories.fields.vectors_from_binary``). One
 # aggregate node, one pass: every aggregate sees the rows in the same order. The owner filter is a
 # separate text per group, so each uses its own index.
 _GROUP_SQL = """
@@ -101,6 +103,7 @@ class Group:
 
     @property
     def nbytes(self) -> int:
+        """The vectors, and ~200 bytes a row for its id (an 85-byte str), list slot and index entry."""
         return 0 if self.vectors is None else int(self.vectors.nbytes) + 200 * len(self.ids)
 
 
@@ -335,8 +338,7 @@ def _decoded(rows: int, blob: bytes | None, *, budget: int | None = None) -> np.
     blob = bytes(blob)
     if (budget is not None and len(blob) > budget) or len(blob) % rows:
         return None
-    raw = np.frombuffer(blob, dtype=np.uint8).reshape(rows, len(blob) // rows)
-    vectors = raw[:, 4:].copy().view(">f4").astype(np.float32)
+    vectors = vectors_from_binary(blob, rows)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(norms > 0, vectors / norms, np.nan).astype(np.float32)

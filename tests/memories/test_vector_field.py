@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, connection, transaction
 from pgvector import Vector
 
 from memories import services
-from memories.fields import vector_literal
+from memories.fields import binary_vectors, vector_literal, vectors_from_binary
 from memories.models import Embedding
 from retrieval.memory_vectors import store_vectors
 
@@ -37,6 +37,24 @@ def test_the_text_gives_back_every_float32_exactly():
     assert vector_literal([0.5, 1.0]) == vector_literal(Vector([0.5, 1.0])) == "[0.5,1]"
     with pytest.raises(ValueError):
         vector_literal(np.zeros((2, 2)))
+
+
+def test_vectors_in_binary_form_read_back_bit_for_bit(project):
+    vectors = _unit_vectors(5)
+    assert np.array_equal(vectors_from_binary(b"".join(binary_vectors(vectors)), 5), vectors)
+    # As Postgres sends a group of them (retrieval.resident_vectors): its own binary form, back to back.
+    memories = [_memory(project, content=f"Alice keeps {n} hives.") for n in range(5)]
+    store_vectors(memories, vectors, model="test-model")
+    order = [str(m.pk) for m in memories]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT string_agg(vector_send(vector), ''::bytea ORDER BY array_position(%s::text[], memory_id::text))"
+            " FROM memories_embedding WHERE model = 'test-model'",
+            [order],
+        )
+        assert np.array_equal(vectors_from_binary(bytes(cursor.fetchone()[0]), 5), vectors)
+    with pytest.raises(ValueError):
+        vectors_from_binary(b"\x00" * 10, 3)
 
 
 def test_postgres_stores_the_vector_bit_for_bit(project):
