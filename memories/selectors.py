@@ -23,7 +23,7 @@ from django.db.models import Prefetch, Q, QuerySet
 from django.db.models.functions import Now
 
 from memories.models import ApiKey, Memory, MemoryEdge, MemoryRevision, Project, Scope, Status
-from memoryhub import row_security
+from memoryhub import prepared, row_security
 from memoryhub.errors import Invalid, NotFound
 
 # Live memories: those capture may supersede, link to or find duplicated (a superseded or
@@ -197,8 +197,8 @@ def api_key_active(*, key_hash: str, enter_tenant: bool = False) -> ApiKey | Non
 
     ``enter_tenant``: the same statement confines the connection to the key's project
     (``row_security.enter_columns``) when a key matches, as ``row_security.enter`` would in a
-    round trip of its own; nothing changes when none does."""
-    with connection.cursor() as cursor:
+    round trip of its own; nothing changes when none does. Prepared (``memoryhub.prepared``)."""
+    with prepared.cursor() as cursor:
         cursor.execute(_api_key_sql(enter_tenant), [key_hash])
         row = cursor.fetchone()
     if row is None:
@@ -267,7 +267,8 @@ def memories_by_id(*, project: Project, user_id: str, ids: Sequence[str]) -> dic
     if not ids:
         return {}
     # A plain cursor, not Memory.objects.raw(): ten rows 0.38 -> 0.31 ms of Python (DECISIONS.md, session 10).
-    with connection.cursor() as cursor:
+    # Prepared: planning was 0.4 of the statement's 0.5 ms in Postgres (session 17).
+    with prepared.cursor() as cursor:
         cursor.execute(_BY_ID, {"ids": [str(pk) for pk in ids], "project": project.pk, "user": user_id})
         rows = cursor.fetchall()
     width = len(_BY_ID_FIELDS)

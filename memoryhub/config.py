@@ -146,17 +146,28 @@ class Environment:
         return value
 
 
+# psycopg prepares a statement by itself after this many runs; Django's client-bound cursors never
+# do, and memoryhub.prepared asks for each of its statements, so no statement is prepared by count.
+# Django's own default, None, would refuse even those.
+PREPARE_THRESHOLD = 2**31 - 1
+
+
 def database_settings(url: str) -> dict[str, object]:
     """Django's DATABASES entry for a libpq URL, keeping the URL's own options.
 
     ``?sslmode=require``, ``sslrootcert=…`` or ``options=-c statement_timeout=…`` in
     ``DATABASE_URL`` reach libpq; MemoryHub adds a 5 s connect timeout unless the URL sets one.
+    psycopg prepares only the statements ``memoryhub.prepared`` asks it to (``PREPARE_THRESHOLD``).
     """
     import dj_database_url
 
     config: dict[str, object] = dict(dj_database_url.parse(url, conn_max_age=600, conn_health_checks=True))
     options = config.get("OPTIONS")
-    config["OPTIONS"] = {"connect_timeout": 5, **(options if isinstance(options, dict) else {})}
+    config["OPTIONS"] = {
+        "connect_timeout": 5,
+        "prepare_threshold": PREPARE_THRESHOLD,
+        **(options if isinstance(options, dict) else {}),
+    }
     return config
 
 

@@ -190,6 +190,11 @@ TEMPLATES = [
 
 # --- Databases and broker -----------------------------------------------------------------
 DATABASES = {"default": database_settings(DATABASE_URL)}
+# The retrieve path's statements go as named prepared statements, planned once per connection
+# (memoryhub/prepared.py); off for a pooler in transaction mode that does not keep them per client.
+MEMORYHUB_PREPARED_STATEMENTS = env.switch(
+    "MEMORYHUB_PREPARED_STATEMENTS", True, "the retrieve path's statements are prepared once per connection"
+)
 
 CACHES = {
     "default": {

@@ -1,5 +1,5 @@
 """The hybrid search: full text + pgvector, fused by reciprocal rank fusion, in two SQL
-statements kept here, each sent in one message with the search's settings (STYLE.md: "search is
+statements kept here, each sent after the search's settings in one round trip (STYLE.md: "search is
 one reviewable query"):
 KEYWORD_SQL, the full-text half, which needs no query vector and so runs while the engine
 embeds the query, and FUSION_SQL, the vector half, the fusion and the exact cosines, which
@@ -32,6 +32,7 @@ from django.db import connection, transaction
 
 from memories.fields import vector_literal
 from memories.models import Project
+from memoryhub import prepared
 from retrieval import resident_vectors
 from retrieval.embedders import embedder_for_model
 from retrieval.memory_vectors import active_model
@@ -310,11 +311,11 @@ def search_settings(cursor: Any, *, timeout_ms: int | None = None) -> Iterator[N
 def _settings_scope() -> Iterator[None]:
     """Where the search's transaction-local settings end.
 
-    Outside a transaction, each of the search's two messages (SETTINGS_SQL and a statement) is its
-    own implicit transaction: the settings end with it, the role included, even on an error; no
-    BEGIN, COMMIT or role reset to wait for. Inside one (a caller's ``atomic`` block, the tests),
-    the search runs in a savepoint that is rolled back at the end: it only reads, and the rollback
-    puts every setting back.
+    Outside a transaction, each of the search's two round trips (SETTINGS_SQL and a statement,
+    pipelined: ``_with_settings``) is its own implicit transaction: the settings end with it, the
+    role included, even on an error; no BEGIN, COMMIT or role reset to wait for. Inside one (a
+    caller's ``atomic`` block, the tests), the search runs in a savepoint that is rolled back at the
+    end: it only reads, and the rollback puts every setting back.
     """
     if not connection.in_atomic_block:
         yield
@@ -324,20 +325,23 @@ def _settings_scope() -> Iterator[None]:
         transaction.set_rollback(True)
 
 
-def _with_settings(cursor: Any, statement: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-    """``statement``'s rows, run after SETTINGS_SQL in the same message (one round trip)."""
-    cursor.execute(_message(statement), params)
-    cursor.nextset()
-    return list(cursor.fetchall())
+def _with_settings(statement: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """``statement``'s rows, run after SETTINGS_SQL in one round trip and one transaction, both as
+    prepared statements (``memoryhub.prepared``: planned once per connection; the two statements'
+    planning was ~1.2 ms of Postgres CPU a search at 100k memories, DECISIONS.md session 17)."""
+    with prepared.cursor() as settings_cursor, prepared.cursor() as cursor, prepared.pipeline():
+        settings_cursor.execute(_sent(SETTINGS_SQL), params)
+        cursor.execute(_sent(statement), params)
+        return list(cursor.fetchall())
 
 
 @cache
-def _message(statement: str) -> str:
-    """SETTINGS_SQL and ``statement`` as sent: without comment lines and indentation (they stay
-    here, in the source). Under 4 kB, psycopg keeps how it split the text around the parameters
-    (its ``MAX_CACHED_STATEMENT_LENGTH``); at 5 kB with the comments it split it again on every
-    call: ~0.15 ms of the web worker's CPU a search on the AMD machine (DECISIONS.md, session 15)."""
-    lines = (line.strip() for line in f"{SETTINGS_SQL};\n{statement}".splitlines())
+def _sent(statement: str) -> str:
+    """``statement`` as sent: without comment lines and indentation (they stay here, in the
+    source). Under 4 kB, psycopg keeps how it split the text around the parameters (its
+    ``MAX_CACHED_STATEMENT_LENGTH``); at 5 kB with the comments it split it again on every call:
+    ~0.15 ms of the web worker's CPU a search on the AMD machine (DECISIONS.md, session 15)."""
+    lines = (line.strip() for line in statement.splitlines())
     return "\n".join(line for line in lines if line and not line.startswith("--"))
 
 
@@ -393,7 +397,7 @@ def hybrid_search(
     timeout_ms: int | None = None,
     pending_vectors: Callable[[], np.ndarray | None] | None = None,
 ) -> SearchResult:
-    """Full text, then vectors and the fusion, each statement in one message with the search's
+    """Full text, then vectors and the fusion, each statement in one round trip with the search's
     settings (``_settings_scope``); candidates ordered by fused RRF score.
 
     ``pending_vectors`` (the query vectors still being computed) is waited for only after the
@@ -420,7 +424,7 @@ def hybrid_search(
         "boilerplate": list(BOILERPLATE_LEXEMES),
     } | settings_params(timeout_ms)
     with _settings_scope(), connection.cursor() as cursor:
-        hits = _with_settings(cursor, KEYWORD_SQL, sql_params)
+        hits = _with_settings(KEYWORD_SQL, sql_params)
         vectors = pending_vectors() if pending_vectors is not None else params.vectors
         if vectors is None:
             vectors = np.zeros((0, 1), dtype=np.float32)
@@ -446,7 +450,7 @@ def hybrid_search(
         statement = fusion_sql(
             int(vectors.shape[1]), own_exact=own_exact, shared_exact=shared_exact, given=picked is not None
         )
-        rows = _with_settings(cursor, statement, sql_params)
+        rows = _with_settings(statement, sql_params)
     # Skipped words as before the split: reported when the search found anything at all.
     skipped = list(hits[0][4]) if rows and hits else []
     return SearchResult(candidates=[_candidate(row) for row in rows], skipped_words=skipped)

@@ -6,6 +6,7 @@ tested in ``test_resident_vectors.py``) is off for every test of this module.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -349,13 +350,13 @@ def test_the_exact_read_ranks_by_the_full_vectors_as_an_exact_search_does(api):
 
 
 def test_the_statements_are_sent_short_enough_for_psycopg_to_keep_their_split():
-    """Sent without comments and indentation, each message is below psycopg's cache limit, so the
+    """Sent without comments and indentation, each statement is below psycopg's cache limit, so the
     text is split around its parameters once per process, not on every search."""
     from psycopg._queries import MAX_CACHED_STATEMENT_LENGTH
 
-    from retrieval.search import _message
+    from retrieval.search import SETTINGS_SQL, _sent
 
-    statements = [KEYWORD_SQL] + [
+    statements = [SETTINGS_SQL, KEYWORD_SQL] + [
         fusion_sql(dim, own_exact=own, shared_exact=shared, given=given)
         for dim in (384, 768)
         for own in (True, False)
@@ -363,6 +364,38 @@ def test_the_statements_are_sent_short_enough_for_psycopg_to_keep_their_split():
         for given in (True, False)
     ]
     for statement in statements:
-        message = _message(statement)
+        message = _sent(statement)
         assert len(message.encode()) <= MAX_CACHED_STATEMENT_LENGTH
         assert "--" not in message and "  " not in message
+
+
+def generic_plan(statement: str) -> str:
+    """The plan Postgres keeps for ``statement`` prepared (memoryhub.prepared), for any parameters:
+    ``EXPLAIN (GENERIC_PLAN)`` with each named parameter as a numbered one."""
+    names: list[str] = []
+
+    def numbered(match: re.Match[str]) -> str:
+        if match.group(1) not in names:
+            names.append(match.group(1))
+        return f"${names.index(match.group(1)) + 1}"
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # the tables are tiny, as in explain()
+        cursor.execute("EXPLAIN (GENERIC_PLAN) " + re.sub(r"%\((\w+)\)s", numbered, statement).replace("%%", "%"))
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
+def test_the_plans_kept_for_any_parameters_use_the_indexes_too(make_memory, api):
+    # After five runs a prepared statement may keep one plan for every user and question; that plan
+    # must still find the full-text hits through the user's GIN index and the rows by their keys.
+    drafts = [services.MemoryDraft(user_id="alice", content=f"Alice note {n} about lunch.") for n in range(400)]
+    services.memory_bulk_create(project=api.project, drafts=drafts, actor="system:test")
+    make_memory(content="Alice deploys with Kubernetes.")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memories_memory")
+    keyword = generic_plan(KEYWORD_SQL)
+    assert "memory_user_search_gin" in keyword
+    assert "Seq Scan on memories_memory" not in keyword
+    fusion = generic_plan(fusion_sql(384, own_exact=True, shared_exact=True, given=True))
+    assert "Seq Scan on memories_memory" not in fusion
+    assert "Seq Scan on memories_embedding" not in fusion

@@ -1,7 +1,8 @@
 """The hybrid search's settings last for its own statements only, inside a transaction or not.
 
-Each of its statements goes in one message after SETTINGS_SQL (retrieval/search.py): outside a
-transaction the message's implicit transaction ends them; inside one, a rolled-back savepoint does.
+Each of its statements goes after SETTINGS_SQL in one pipelined round trip (retrieval/search.py,
+memoryhub/prepared.py): outside a transaction the pipeline's implicit transaction ends them; inside
+one, a rolled-back savepoint does.
 """
 
 from __future__ import annotations
