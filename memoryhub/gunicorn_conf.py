@@ -26,7 +26,9 @@ from memoryhub.config import load_settings  # noqa: E402
 
 load_settings()
 workers = settings.WEB_CONCURRENCY
-worker_class = "gthread"
+# gthread, except that a worker takes a new connection only when no other holds fewer
+# (memoryhub/gunicorn_worker.py: keep-alive connections stay where they land).
+worker_class = "memoryhub.gunicorn_worker.BalancedThreadWorker"
 threads = 4
 timeout = 60
 graceful_timeout = 10

@@ -10,6 +10,9 @@ worker its slot before forking it and zeroes the slot when the worker exits, so 
 mid-request leaves no phantom request behind. Each worker counts its own requests in its slot
 (``InFlightMiddleware``) and reads the sum. Anywhere else (``runserver``, tests, a worker past
 the slots) the count is this process's own.
+
+The same slot holds how many client connections each worker has open (``CONNECTIONS``, kept by
+``memoryhub.gunicorn_worker``): a worker takes a new connection only when no other holds fewer.
 """
 
 from __future__ import annotations
@@ -26,15 +29,19 @@ SLOTS = 64
 
 _lock = threading.Lock()
 _slots: Any = None  # multiprocessing.RawArray("i", SLOTS), made in gunicorn's master
+# Per slot: 0 when no worker is taking connections through it (none, or one still starting),
+# else 1 + the worker's open client connections.
+_connections: Any = None
 _slot: int | None = None  # this worker's index in _slots
 _own = 0  # this process's requests when it has no slot
 
 
 def share_between_workers() -> None:
     """Make the shared counters (gunicorn's master, before any worker forks)."""
-    global _slots
+    global _slots, _connections
     if _slots is None:
         _slots = multiprocessing.RawArray("i", SLOTS)
+        _connections = multiprocessing.RawArray("i", SLOTS)
 
 
 def assign_slot(worker: Any, live: Iterable[Any]) -> None:
@@ -44,6 +51,7 @@ def assign_slot(worker: Any, live: Iterable[Any]) -> None:
     worker.inflight_slot = free[0] if free else None
     if free:
         _slots[free[0]] = 0
+        _connections[free[0]] = 0  # until the worker's loop runs (hold_connections)
 
 
 def claim_slot(worker: Any) -> None:
@@ -57,6 +65,7 @@ def release_slot(worker: Any) -> None:
     slot = getattr(worker, "inflight_slot", None)
     if slot is not None and _slots is not None:
         _slots[slot] = 0
+        _connections[slot] = 0
 
 
 @contextmanager
@@ -83,6 +92,19 @@ def answering() -> int:
     if _slot is None:
         return _own
     return int(sum(_slots))
+
+
+def hold_connections(count: int) -> None:
+    """This worker takes connections and has ``count`` open now."""
+    if _slot is not None and _connections is not None:
+        _connections[_slot] = count + 1
+
+
+def fewest_connections(count: int) -> bool:
+    """Whether no other worker taking connections has fewer open than ``count`` (True without slots)."""
+    if _slot is None or _connections is None:
+        return True
+    return all(held == 0 or held - 1 >= count for slot, held in enumerate(_connections) if slot != _slot)
 
 
 class InFlightMiddleware:

@@ -365,6 +365,7 @@ def measure(
     warm = _client(port)
     for q in queries[:20]:  # warm every worker's model and connection
         _post(warm, key, q, hyde=hyde, user=0)
+    warm.close()  # not left open beside the clients' connections
 
     def worker(offset: int) -> None:
         conn = _client(port)

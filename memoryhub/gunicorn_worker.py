@@ -1,0 +1,47 @@
+"""gunicorn's threaded worker, taking a new client connection only when no other worker holds fewer.
+
+A gthread worker keeps a keep-alive connection to the end, and every worker wakes for a new one;
+whichever accepts first keeps it. With four busy clients on two workers that was often three on
+one worker and one on the other: three requests shared one process's interpreter lock while the
+other process idled, and the 4-client p95 rose from 45-51 to 60-70 ms (DECISIONS.md, issue 12,
+session 17). Here a worker that holds more connections than another leaves a new one to that
+worker, for ``DEFER_S`` at most (it may be busy), then takes it itself. Each worker's count is in
+shared memory (``memoryhub.inflight``). Configured in ``gunicorn_conf``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from gunicorn.workers.gthread import ThreadWorker
+
+from memoryhub import inflight
+
+# How long a worker with more connections leaves a waiting one to the others: an idle worker
+# accepts within microseconds; one whose threads hold its interpreter may take a few milliseconds.
+DEFER_S = 0.005
+
+
+class BalancedThreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships no types
+    """gthread (see the module docstring); everything but ``accept`` is gunicorn's own."""
+
+    deferred_since: float | None = None
+
+    def accept(self, listener: Any) -> None:
+        if not inflight.fewest_connections(self.nr_conns):
+            now = time.monotonic()
+            if self.deferred_since is None:
+                self.deferred_since = now
+            if now - self.deferred_since < DEFER_S:
+                return  # still waiting to be accepted: the poller reports it again
+        self.deferred_since = None
+        super().accept(listener)
+        inflight.hold_connections(self.nr_conns)
+
+    def wait_for_and_dispatch_events(self, timeout: float) -> None:
+        # Connections end in the callbacks run here (a response without keep-alive, a client
+        # gone) and in the keep-alive sweep between two waits: publish the count after each.
+        inflight.hold_connections(self.nr_conns)
+        super().wait_for_and_dispatch_events(timeout)
+        inflight.hold_connections(self.nr_conns)

@@ -1,0 +1,65 @@
+"""gunicorn's workers share keep-alive connections evenly (memoryhub/gunicorn_worker.py)."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import time
+
+import pytest
+
+from evaluation.harness import Service
+from evaluation.process_cpu import descendants
+
+pytestmark = pytest.mark.slow
+
+
+def _connect(port: int) -> http.client.HTTPConnection:
+    """A keep-alive connection that has had one answer (so a worker has accepted it)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("GET", "/api/v1/health")
+    conn.getresponse().read()
+    return conn
+
+
+def _held(pids: list[int], port: int) -> list[int]:
+    """How many established connections to ``port`` each process holds (from /proc)."""
+    established = set()
+    with open("/proc/net/tcp") as table:
+        for line in table.read().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[1].split(":")[1], 16) == port and fields[3] == "01":
+                established.add(fields[9])
+    held = []
+    for pid in pids:
+        sockets = set()
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                sockets.add(target[len("socket:[") : -1])
+        held.append(len(sockets & established))
+    return held
+
+
+def test_connections_opened_one_after_another_land_on_the_two_workers_evenly():
+    # gthread's own workers race for each connection: ten in a row landed 3:7, 5:5 and 8:2.
+    with Service(worker=False, healthy=False, env={"WEB_CONCURRENCY": "2"}) as service:
+        deadline = time.monotonic() + 90
+        while True:  # until both workers take connections (each loads the model first)
+            probes = [_connect(service.port) for _ in range(4)]
+            workers = descendants(service.processes["web"].pid)
+            started = len(workers) == 2 and all(_held(workers, service.port))
+            for probe in probes:
+                probe.close()
+            if started:
+                break
+            assert time.monotonic() < deadline, "the two workers did not both start"
+            time.sleep(0.5)
+        time.sleep(0.2)  # the probes' connections closed on the workers' side too
+        connections = [_connect(service.port) for _ in range(10)]
+        assert _held(workers, service.port) == [5, 5]
+        for conn in connections:
+            conn.close()
