@@ -24,11 +24,14 @@ DEFER_S = 0.005
 
 
 class BalancedThreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships no types
-    """gthread (see the module docstring); everything but ``accept`` is gunicorn's own."""
+    """gthread (see the module docstring): ``accept`` decides, each round of the event loop
+    publishes the count; the rest is gunicorn's own."""
 
-    deferred_since: float | None = None
+    deferred_since: float | None = None  # when this worker first left the waiting connection
+    asked_to_accept = False  # whether the poller reported a waiting connection this round
 
     def accept(self, listener: Any) -> None:
+        self.asked_to_accept = True
         if not inflight.fewest_connections(self.nr_conns):
             now = time.monotonic()
             if self.deferred_since is None:
@@ -43,5 +46,8 @@ class BalancedThreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ship
         # Connections end in the callbacks run here (a response without keep-alive, a client
         # gone) and in the keep-alive sweep between two waits: publish the count after each.
         inflight.hold_connections(self.nr_conns)
+        self.asked_to_accept = False
         super().wait_for_and_dispatch_events(timeout)
         inflight.hold_connections(self.nr_conns)
+        if not self.asked_to_accept:
+            self.deferred_since = None  # the connection it left was taken elsewhere
