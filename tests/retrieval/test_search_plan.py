@@ -136,15 +136,21 @@ def test_the_full_text_query_is_built_once_not_for_every_row_the_scan_reads(make
     assert ranked and not any("array_to_string" in output for output in ranked)
 
 
-def test_under_the_tenant_role_the_search_still_uses_its_indexes_and_the_role_comes_back(make_memory, api):
-    # A row policy forbids evaluating a non-leakproof qual (@@) before the policy, so
-    # under the tenant role the GIN lookup became a scan of the user's rows; the search leaves
-    # the role for its statement and puts it back.
+def enough_memories_for_the_gin_index(make_memory: Any, api: Any) -> None:
+    """400 of Alice's memories and one about Kubernetes, analysed: enough rows that the planner,
+    told the real counts, reads full-text hits through the GIN index rather than the user's rows."""
     drafts = [services.MemoryDraft(user_id="alice", content=f"Alice note {n} about lunch.") for n in range(400)]
     services.memory_bulk_create(project=api.project, drafts=drafts, actor="system:test")
     make_memory(content="Alice deploys with Kubernetes.")
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE memories_memory")
+
+
+def test_under_the_tenant_role_the_search_still_uses_its_indexes_and_the_role_comes_back(make_memory, api):
+    # A row policy forbids evaluating a non-leakproof qual (@@) before the policy, so
+    # under the tenant role the GIN lookup became a scan of the user's rows; the search leaves
+    # the role for its statement and puts it back.
+    enough_memories_for_the_gin_index(make_memory, api)
     assert row_security.enter(api.project.pk)
     try:
         with transaction.atomic(), connection.cursor() as cursor:
@@ -388,11 +394,7 @@ def generic_plan(statement: str) -> str:
 def test_the_plans_kept_for_any_parameters_use_the_indexes_too(make_memory, api):
     # After five runs a prepared statement may keep one plan for every user and question; that plan
     # must still find the full-text hits through the user's GIN index and the rows by their keys.
-    drafts = [services.MemoryDraft(user_id="alice", content=f"Alice note {n} about lunch.") for n in range(400)]
-    services.memory_bulk_create(project=api.project, drafts=drafts, actor="system:test")
-    make_memory(content="Alice deploys with Kubernetes.")
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE memories_memory")
+    enough_memories_for_the_gin_index(make_memory, api)
     keyword = generic_plan(KEYWORD_SQL)
     assert "memory_user_search_gin" in keyword
     assert "Seq Scan on memories_memory" not in keyword
