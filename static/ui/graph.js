@@ -173,6 +173,8 @@
 
   // Labels never overlap: each tries four spots around its node and is dropped (its node
   // keeps the tooltip) when all four collide with a label already placed or another node.
+  // A spot's box is the label's rendered one: a width guessed from the number of characters
+  // was sometimes narrower than the text, and two labels touched.
   function placeLabels(nodes, layer) {
     var placed = [], seen = {};
     var dots = nodes.map(function (p) { return { x0: p.x - 7, y0: p.y - 7, x1: p.x + 7, y1: p.y + 7, id: p.id }; });
@@ -184,15 +186,26 @@
       if (seen[p.id]) return;
       seen[p.id] = true;
       var text = p.label.length > 30 ? p.label.slice(0, 29) + "…" : p.label, w = text.length * 6.2, h = 13;
+      var label = el("text", { "class": "node-label", "data-id": p.id }, layer);
+      label.textContent = text;
       var spots = [[p.x + 9, p.y + 4, "start"], [p.x - 9, p.y + 4, "end"], [p.x, p.y - 10, "middle"], [p.x, p.y + 18, "middle"]];
       for (var i = 0; i < spots.length; i++) {
-        var s = spots[i], x0 = s[2] === "start" ? s[0] : s[2] === "end" ? s[0] - w : s[0] - w / 2;
-        var box = { x0: x0 - 1, y0: s[1] - h + 2, x1: x0 + w + 1, y1: s[1] + 3 };
+        var s = spots[i];
+        label.setAttribute("x", s[0]);
+        label.setAttribute("y", s[1]);
+        label.setAttribute("text-anchor", s[2]);
+        var b = label.getBBox(), box;
+        if (b.width > 0) {
+          box = { x0: b.x - 1, y0: b.y - 1, x1: b.x + b.width + 1, y1: b.y + b.height + 1 };
+        } else {  // not rendered (a hidden page): the guess
+          var x0 = s[2] === "start" ? s[0] : s[2] === "end" ? s[0] - w : s[0] - w / 2;
+          box = { x0: x0 - 1, y0: s[1] - h + 2, x1: x0 + w + 1, y1: s[1] + 3 };
+        }
         if (!clear(box, p.id)) continue;
         placed.push(box);
-        el("text", { x: s[0], y: s[1], "text-anchor": s[2], "class": "node-label", "data-id": p.id }, layer).textContent = text;
         return;
       }
+      layer.removeChild(label);
     });
   }
 
