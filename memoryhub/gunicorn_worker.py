@@ -3,7 +3,7 @@
 A gthread worker keeps a keep-alive connection to the end, and every worker wakes for a new one;
 whichever accepts first keeps it. With four busy clients on two workers that was often three on
 one worker and one on the other: three requests shared one process's interpreter lock while the
-other process idled, and the 4-client p95 rose from 45-51 to 60-70 ms (DECISIONS.md, issue 12,
+other process idled, and the 4-client p95 rose from 45-51 to 55-70 ms (DECISIONS.md, issue 12,
 session 17). Here a worker that holds more connections than another leaves a new one to that
 worker, for ``DEFER_S`` at most (it may be busy), then takes it itself. Each worker's count is in
 shared memory (``memoryhub.inflight``). Configured in ``gunicorn_conf``.

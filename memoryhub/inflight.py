@@ -11,7 +11,7 @@ mid-request leaves no phantom request behind. Each worker counts its own request
 (``InFlightMiddleware``) and reads the sum. Anywhere else (``runserver``, tests, a worker past
 the slots) the count is this process's own.
 
-The same slot holds how many client connections each worker has open (``CONNECTIONS``, kept by
+The same slot holds how many client connections each worker has open (``_connections``, kept by
 ``memoryhub.gunicorn_worker``): a worker takes a new connection only when no other holds fewer.
 """
 

@@ -58,8 +58,9 @@ def test_connections_opened_one_after_another_land_on_the_two_workers_evenly():
                 break
             assert time.monotonic() < deadline, "the two workers did not both start"
             time.sleep(0.5)
-        time.sleep(0.2)  # the probes' connections closed on the workers' side too
-        connections = [_connect(service.port) for _ in range(10)]
-        assert _held(workers, service.port) == [5, 5]
-        for conn in connections:
-            conn.close()
+        for _ in range(3):  # three batches: gthread's own race gave 5 : 5 about one time in three
+            time.sleep(0.2)  # connections closed here are closed on the workers' side too
+            connections = [_connect(service.port) for _ in range(10)]
+            assert _held(workers, service.port) == [5, 5]
+            for conn in connections:
+                conn.close()
