@@ -7,6 +7,12 @@ other process idled, and the 4-client p95 rose from 45-51 to 55-70 ms (DECISIONS
 session 17). Here a worker that holds more connections than another leaves a new one to that
 worker, for ``DEFER_S`` at most (it may be busy), then takes it itself. Each worker's count is in
 shared memory (``memoryhub.inflight``). Configured in ``gunicorn_conf``.
+
+When the other worker was slow to accept all the same (on a busy 2-core machine it may not run
+for longer than ``DEFER_S``), the split stays uneven for as long as the clients stay connected:
+3 : 1 in two of six 4-client runs on session 18's machine. So a worker holding two connections more
+than another answers a request with "Connection: close"; HTTP/1.1 clients open a new connection
+for their next request, and the accept rule above sends it to the worker with fewer.
 """
 
 from __future__ import annotations
@@ -24,8 +30,8 @@ DEFER_S = 0.005
 
 
 class BalancedThreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships no types
-    """gthread (see the module docstring): ``accept`` decides, each round of the event loop
-    publishes the count; the rest is gunicorn's own."""
+    """gthread (see the module docstring): ``accept`` decides, ``handle_request`` hands a surplus
+    connection back, each round of the event loop publishes the count; the rest is gunicorn's own."""
 
     deferred_since: float | None = None  # when this worker first left the waiting connection
     asked_to_accept = False  # whether the poller reported a waiting connection this round
@@ -41,6 +47,13 @@ class BalancedThreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ship
         self.deferred_since = None
         super().accept(listener)
         inflight.hold_connections(self.nr_conns)
+
+    def handle_request(self, req: Any, conn: Any) -> bool:
+        # In a request thread, before the response starts: gunicorn answers a request that must
+        # close with "Connection: close" and closes the connection after the response.
+        if inflight.surplus_connections(self.nr_conns):
+            req.must_close = True
+        return bool(super().handle_request(req, conn))
 
     def wait_for_and_dispatch_events(self, timeout: float) -> None:
         # Connections end in the callbacks run here (a response without keep-alive, a client

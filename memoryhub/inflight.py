@@ -107,6 +107,15 @@ def fewest_connections(count: int) -> bool:
     return all(held == 0 or held - 1 >= count for slot, held in enumerate(_connections) if slot != _slot)
 
 
+def surplus_connections(count: int) -> bool:
+    """Whether a worker holding ``count`` connections holds two or more above another worker taking
+    connections (False without slots): it answers one with "Connection: close", and the client's
+    next connection goes where the accept rule sends it (``memoryhub.gunicorn_worker``)."""
+    if _slot is None or _connections is None:
+        return False
+    return any(held and count - (held - 1) >= 2 for slot, held in enumerate(_connections) if slot != _slot)
+
+
 class InFlightMiddleware:
     """Counts the request while the rest of the stack answers it (first in ``MIDDLEWARE``)."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import signal
 import time
 
 import pytest
@@ -44,23 +45,60 @@ def _held(pids: list[int], port: int) -> list[int]:
     return held
 
 
+def _started_workers(service: Service) -> list[int]:
+    """The two worker processes, once both take connections (each loads the model first)."""
+    deadline = time.monotonic() + 90
+    while True:
+        probes = [_connect(service.port) for _ in range(4)]
+        workers = descendants(service.processes["web"].pid)
+        started = len(workers) == 2 and all(_held(workers, service.port))
+        for probe in probes:
+            probe.close()
+        if started:
+            return workers
+        assert time.monotonic() < deadline, "the two workers did not both start"
+        time.sleep(0.5)
+
+
 def test_connections_opened_one_after_another_land_on_the_two_workers_evenly():
     # gthread's own workers race for each connection: ten in a row landed 3:7, 5:5 and 8:2.
     with Service(worker=False, healthy=False, env={"WEB_CONCURRENCY": "2"}) as service:
-        deadline = time.monotonic() + 90
-        while True:  # until both workers take connections (each loads the model first)
-            probes = [_connect(service.port) for _ in range(4)]
-            workers = descendants(service.processes["web"].pid)
-            started = len(workers) == 2 and all(_held(workers, service.port))
-            for probe in probes:
-                probe.close()
-            if started:
-                break
-            assert time.monotonic() < deadline, "the two workers did not both start"
-            time.sleep(0.5)
+        workers = _started_workers(service)
         for _ in range(3):  # three batches: gthread's own race gave 5 : 5 about one time in three
             time.sleep(0.2)  # connections closed here are closed on the workers' side too
             connections = [_connect(service.port) for _ in range(10)]
             assert _held(workers, service.port) == [5, 5]
             for conn in connections:
                 conn.close()
+
+
+def _ask(connections: list[http.client.HTTPConnection]) -> list[bool]:
+    """One request on each connection; whether each answer said "Connection: close" (http.client
+    opens a new connection for the next request after one that did)."""
+    closed = []
+    for conn in connections:
+        conn.request("GET", "/api/v1/health")
+        response = conn.getresponse()
+        response.read()  # 503 here: these services run no Celery worker
+        closed.append(response.getheader("Connection", "").lower() == "close")
+    return closed
+
+
+def test_a_worker_holding_two_connections_more_than_the_other_hands_one_back():
+    with Service(worker=False, healthy=False, env={"WEB_CONCURRENCY": "2"}) as service:
+        workers = _started_workers(service)
+        time.sleep(0.2)
+        # One worker does not run while three clients connect, as when a busy machine does not
+        # schedule it: the other leaves each connection to it for DEFER_S, then takes it.
+        os.kill(workers[0], signal.SIGSTOP)
+        try:
+            connections = [_connect(service.port) for _ in range(3)]
+            # Answered all the same; two above the stopped worker's count, a connection goes back.
+            assert _ask(connections) == [False, True, True]
+            assert _held(workers, service.port) == [0, 1]
+        finally:
+            os.kill(workers[0], signal.SIGCONT)
+        time.sleep(0.2)  # the resumed worker publishes its count
+        assert not any(_ask(connections))  # the new connections go to the resumed worker first
+        assert _held(workers, service.port) in ([1, 2], [2, 1])
+        assert not any(_ask(connections)), "an even split was rearranged"

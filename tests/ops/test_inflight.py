@@ -91,9 +91,12 @@ def test_without_gunicorn_a_process_counts_its_own_requests(fresh_counters: None
     assert inflight.answering() == 0
 
 
-def test_a_worker_takes_a_connection_only_when_no_worker_taking_them_holds_fewer(fresh_counters: None) -> None:
+def test_a_worker_takes_a_connection_only_when_no_worker_holds_fewer_and_hands_back_a_surplus(
+    fresh_counters: None,
+) -> None:
     """The counts memoryhub.gunicorn_worker keeps, as the master and three workers' loops set them."""
     assert inflight.fewest_connections(5)  # outside gunicorn: nothing to compare with
+    assert not inflight.surplus_connections(5)
     server = SimpleNamespace(WORKERS={})
     inflight.share_between_workers()
     workers = [SimpleNamespace() for _ in range(3)]
@@ -114,5 +117,8 @@ def test_a_worker_takes_a_connection_only_when_no_worker_taking_them_holds_fewer
     assert inflight.fewest_connections(1)  # the first holds two
     as_worker(first)
     assert not inflight.fewest_connections(2)  # the second holds one: it takes the next
+    assert not inflight.surplus_connections(2)  # one more than the second: kept
+    assert inflight.surplus_connections(3)  # two more: one is handed back
     gunicorn_conf.child_exit(server, second)  # the second exits: its count goes with it
     assert inflight.fewest_connections(2)
+    assert not inflight.surplus_connections(3)  # the third is still starting: nobody to hand it to
