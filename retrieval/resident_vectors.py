@@ -30,6 +30,7 @@ import queue
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -375,6 +376,37 @@ def pick(own: Group, shared: Group, *, user_id: str, queries: np.ndarray, fetch:
             ids.append(memory_id)
             kept.append(distance)
     return Picked(ords=ords, ids=ids, distances=kept)
+
+
+def cosines(
+    own: Group, shared: Group, *, ids: Sequence[str], queries: np.ndarray, query_vectors: int
+) -> list[tuple[float | None, float | None]]:
+    """Per id, its best cosine with the first ``query_vectors`` of ``queries`` and with the rest (the
+    hypotheses; None when there are none), as the fusion statement's cosines would give them from
+    Postgres: (None, None) for a memory with no vector in either group, NaN for a vector of length
+    zero (unless another query vector gives a number; Postgres's ``min`` puts NaN last too)."""
+    queries = np.asarray(queries, dtype=np.float32)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        queries = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+    similarities = np.full((len(ids), len(queries)), np.nan, dtype=np.float32)
+    found = [False] * len(ids)
+    for grp in (own, shared):  # the caller's own rows first: the shared group may hold them too
+        if grp.vectors is None or not grp.rows:
+            continue
+        positions, rows = [], []
+        for position, memory_id in enumerate(ids):
+            row = grp.rows.get(memory_id)
+            if row is not None and not found[position]:
+                found[position] = True
+                positions.append(position)
+                rows.append(row)
+        if rows:
+            similarities[positions] = grp.vectors[rows] @ queries.T
+    best = np.fmax.reduce(similarities[:, :query_vectors], axis=1).tolist()
+    hyde = np.fmax.reduce(similarities[:, query_vectors:], axis=1).tolist() if len(queries) > query_vectors else None
+    return [
+        (best[n], None if hyde is None else hyde[n]) if present else (None, None) for n, present in enumerate(found)
+    ]
 
 
 def _nearest(distances: np.ndarray, fetch: int) -> np.ndarray:

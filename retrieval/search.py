@@ -10,13 +10,14 @@ Visibility is part of the statement: the user's ``user``-scope memories and the
 project's ``project``-scope ones, with the wanted statuses, not expired. Vector search
 reads two groups, the user's own vectors and the project's shared ones. The web process
 picks their nearest rows from its own copy of both (``retrieval.resident_vectors``, at the
-generation the keyword statement reads) and the fusion statement takes them as arrays; when
-it cannot hold a group, Postgres reads both (``NEAREST_READ``): a group of up to
-``VECTOR_EXACT_MAX_ROWS`` exactly (by each vector's half-precision copy, the user's own from
-``embedding_owner_half`` alone, then ordered by the full vectors), a larger one by a walk of the
-active model's partial HNSW index with pgvector's iterative scan, so a per-user filter still
-yields enough rows (plain HNSW + WHERE silently returns too few); ``bench_retrieve`` checks the
-walk's top 10 against an exact search (see DECISIONS.md).
+generation the keyword statement reads) and the fusion statement takes them as arrays (the
+candidates' cosines then come from the same copy, ``COSINES_GIVEN``); when it cannot hold a
+group, Postgres reads both (``NEAREST_READ``): a group of up to ``VECTOR_EXACT_MAX_ROWS`` exactly
+(by each vector's half-precision copy, the user's own from ``embedding_owner_half`` alone, then
+ordered by the full vectors), a larger one by a walk of the active model's partial HNSW index
+with pgvector's iterative scan, so a per-user filter still yields enough rows (plain HNSW +
+WHERE silently returns too few); ``bench_retrieve`` checks the walk's top 10 against an exact
+search (see DECISIONS.md).
 """
 
 from __future__ import annotations
@@ -251,14 +252,18 @@ fused AS (
     FROM per_memory p
     FULL JOIN keyword_hits k ON k.id = p.id
     WHERE k.id IS NOT NULL OR p.vector_rank <= %(depth)s OR p.hyde_rank <= %(depth)s
-),
+){{cosines}}
+"""
+# FUSION_SQL's end: every candidate with its exact cosines, read by Postgres, or left to the web
+# process when it picked the nearest rows (``resident_vectors.cosines``, from the same copy).
+COSINES_READ = """
 -- Exact cosines for every candidate, keyword-only hits too (calibration needs them): one
 -- pass over the candidates' vectors by memory id, not a subquery per candidate (under the
 -- tenant role's row policy a correlated lookup planned as a scan of the project's vectors).
 cosines AS (
     SELECT e.memory_id AS id,
-           1 - min(e.vector::vector({{dim}}) <=> qv.v) FILTER (WHERE qv.ord <= %(query_vectors)s) AS cosine,
-           1 - min(e.vector::vector({{dim}}) <=> qv.v) FILTER (WHERE qv.ord > %(query_vectors)s) AS hyde_cosine
+           1 - min(e.vector::vector({dim}) <=> qv.v) FILTER (WHERE qv.ord <= %(query_vectors)s) AS cosine,
+           1 - min(e.vector::vector({dim}) <=> qv.v) FILTER (WHERE qv.ord > %(query_vectors)s) AS hyde_cosine
     FROM memories_embedding e, query_vectors qv
     WHERE e.memory_id = ANY(ARRAY(SELECT id FROM fused)) AND e.model = %(model)s
     GROUP BY e.memory_id
@@ -266,6 +271,12 @@ cosines AS (
 SELECT f.id::text, f.rrf, f.kw_rank, f.kw_score, f.vector_rank, f.hyde_rank, c.cosine, c.hyde_cosine, f.coverage
 FROM fused f
 LEFT JOIN cosines c ON c.id = f.id
+ORDER BY f.rrf DESC, f.id
+"""
+COSINES_GIVEN = """
+-- The cosines come from the web process's copy of the vectors (retrieval.resident_vectors.cosines).
+SELECT f.id::text, f.rrf, f.kw_rank, f.kw_score, f.vector_rank, f.hyde_rank, NULL::float8, NULL::float8, f.coverage
+FROM fused f
 ORDER BY f.rrf DESC, f.id
 """
 
@@ -428,42 +439,52 @@ def hybrid_search(
         vectors = pending_vectors() if pending_vectors is not None else params.vectors
         if vectors is None:
             vectors = np.zeros((0, 1), dtype=np.float32)
-        sql_params |= keyword_arrays(hits) | {"vectors": array_literal(f'"{vector_literal(row)}"' for row in vectors)}
+        sql_params |= keyword_arrays(hits)
         own_rows, shared_rows, own_generation, shared_generation = hits[0][5:9] if hits else (None,) * 4
         own_exact, shared_exact = reads_exactly(own_rows), reads_exactly(shared_rows)
-        picked = None
+        held = None
         if len(vectors) and resident_vectors.enabled():
-            picked = _resident_pick(
+            held = _resident_groups(
                 cursor, params, vectors, (own_generation, shared_generation), (own_rows, shared_rows)
             )
-        if picked is not None:
+        if held is not None:
+            picked = resident_vectors.pick(*held, user_id=params.user_id, queries=vectors, fetch=vector_fetch(params))
             sql_params |= {
+                "vectors": "{}",  # the statement compares no vector: its nearest rows and cosines are given
                 "near_ords": array_literal(picked.ords),
                 "near_ids": array_literal(picked.ids),
                 "near_distances": array_literal(picked.distances),
             }
         else:
             sql_params |= {
+                "vectors": array_literal(f'"{vector_literal(row)}"' for row in vectors),
                 "own_fetch": group_fetch(params, exact=own_exact),
                 "shared_fetch": group_fetch(params, exact=shared_exact),
             }
         statement = fusion_sql(
-            int(vectors.shape[1]), own_exact=own_exact, shared_exact=shared_exact, given=picked is not None
+            int(vectors.shape[1]), own_exact=own_exact, shared_exact=shared_exact, given=held is not None
         )
         rows = _with_settings(statement, sql_params)
+    if held is not None and rows:
+        # The candidates' cosines from the same copy: in Postgres, reading their ~100 vectors again
+        # was about half of the fusion statement's time (DECISIONS.md, issue 12, session 18).
+        found = resident_vectors.cosines(
+            *held, ids=[row[0] for row in rows], queries=vectors, query_vectors=params.query_vectors
+        )
+        rows = [(*row[:6], cosine, hyde, row[8]) for row, (cosine, hyde) in zip(rows, found, strict=True)]
     # Skipped words as before the split: reported when the search found anything at all.
     skipped = list(hits[0][4]) if rows and hits else []
     return SearchResult(candidates=[_candidate(row) for row in rows], skipped_words=skipped)
 
 
-def _resident_pick(
+def _resident_groups(
     cursor: Any,
     params: SearchParams,
     vectors: np.ndarray,
     generations: tuple[int | None, int | None],
     sizes: tuple[int | None, int | None],
-) -> resident_vectors.Picked | None:
-    """The nearest rows from this process's copy of the caller's two groups (brought up to date
+) -> tuple[resident_vectors.Group, resident_vectors.Group] | None:
+    """This process's copy of the caller's two groups, their own and the shared (brought up to date
     first when it holds another generation); None when a group cannot be used (Postgres reads
     them instead). ``sizes`` are the groups' sizes from the word statistics (None: small)."""
     owners = (params.user_id, resident_vectors.SHARED)
@@ -482,7 +503,7 @@ def _resident_pick(
     own, shared = groups
     if own is None or shared is None:
         return None
-    return resident_vectors.pick(own, shared, user_id=params.user_id, queries=vectors, fetch=vector_fetch(params))
+    return own, shared
 
 
 @cache
@@ -499,7 +520,9 @@ def fusion_sql(dim: int, *, own_exact: bool, shared_exact: bool, given: bool = F
             dim=dim, own_order=exact if own_exact else walk, shared_order=exact if shared_exact else walk
         )
     )
-    return FUSION_SQL.format(dim=dim, nearest_rows=nearest.strip("\n"))
+    # A comma before the cosines CTE; the select of the given cosines follows ``fused`` directly.
+    cosines = "\n" + COSINES_GIVEN.strip("\n") if given else ",\n" + COSINES_READ.format(dim=dim).strip("\n")
+    return FUSION_SQL.format(dim=dim, nearest_rows=nearest.strip("\n"), cosines=cosines)
 
 
 def group_fetch(params: SearchParams, *, exact: bool) -> int:

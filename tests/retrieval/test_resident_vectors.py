@@ -62,6 +62,10 @@ def test_the_resident_pick_finds_what_postgres_reads(api, settings):
             assert len(by_rank[0]) == len(by_rank[1]) > 40
             # The same distances in the same order (two rows as near as float32 rounding may swap).
             assert np.allclose([c.cosine for c in by_rank[0]], [c.cosine for c in by_rank[1]], atol=1e-5)
+            # Every candidate's cosine, keyword-only hits' too: Postgres's, and from the copy.
+            read_cosines = {c.memory_id: c.cosine for c in read}
+            assert np.allclose([read_cosines[c.memory_id] for c in picked], [c.cosine for c in picked], atol=1e-5)
+            assert all(c.hyde_cosine is None for c in picked)
             mismatched = [a for a, b in zip(*by_rank, strict=True) if a.memory_id != b.memory_id]
             assert len(mismatched) <= 2
 
@@ -237,6 +241,27 @@ def test_the_pick_leaves_out_the_callers_own_shared_rows_and_puts_vectors_withou
     queries = np.array([[0, 1.0, 0.5, 0], [1.0, 0, 0.2, 0]])
     two = resident_vectors.pick(own, shared, user_id="bob", queries=queries, fetch=2)
     assert two.ords == [1, 1, 2, 2] and two.ids == ["o2", "s-alice", "o1", "s-alice"]
+
+
+def test_the_candidates_cosines_come_from_either_group_as_postgres_would_give_them():
+    half = np.sqrt(0.5)
+    own = resident_vectors.Group.of(1, ["o1", "o2"], np.eye(4, dtype=np.float32)[:2], None)
+    shared = resident_vectors.Group.of(
+        2, ["s1", "s-zero"], np.array([[half, half, 0, 0], [np.nan] * 4], dtype=np.float32), ["bob", "bob"]
+    )
+    ids = ["s1", "gone", "o2", "s-zero"]
+    # Two query vectors (the question and its context), then one hypothesis.
+    queries = np.array([[2.0, 0, 0, 0], [0, 0, 3.0, 0], [0, 1.0, 0, 0]])
+    found = resident_vectors.cosines(own, shared, ids=ids, queries=queries, query_vectors=2)
+    assert found[1] == (None, None)  # no vector (pending): Postgres's LEFT JOIN gives NULL
+    assert np.allclose(found[0], (half, half)) and np.allclose(found[2], (0.0, 1.0))
+    assert all(np.isnan(value) for value in found[3])  # a vector of length zero: NaN, as pgvector's
+    # Without hypotheses there is no hyde cosine; a query vector of length zero does not hide the other's.
+    alone = resident_vectors.cosines(
+        own, shared, ids=["o1"], queries=np.array([[0.0, 0, 0, 0], [1.0, 0, 0, 0]]), query_vectors=2
+    )
+    assert alone == [(1.0, None)]
+    assert resident_vectors.cosines(own, shared, ids=["gone"], queries=queries, query_vectors=2) == [(None, None)]
 
 
 @pytest.mark.django_db(transaction=True)
