@@ -414,8 +414,9 @@ def score(
             log.warning("relevance background unavailable: %s", error)
             trace.degraded.append("relevance_background_unavailable")
             stats = relevance.typical_background(len(vectors))
-        for candidate in candidates:
-            found = relevance.evidence(candidate, stats=stats, query_vectors=query_vectors)
+        for candidate, found in zip(
+            candidates, relevance.evidences(candidates, stats=stats, query_vectors=query_vectors), strict=True
+        ):
             trace.evidence[candidate.memory_id] = found
             trace.scores[candidate.memory_id] = found.score
     trace.threshold, trace.margin = float(threshold or 0.0), margin

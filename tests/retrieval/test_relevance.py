@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -41,9 +43,41 @@ def test_an_explicit_min_score_of_zero_returns_the_ranking_without_any_cut(api, 
 
 def test_standout_measures_a_cosine_against_the_same_querys_unrelated_memories():
     stats = relevance.Background(mean=np.array([0.1, 0.3]), std=np.array([0.1, 0.05]))
-    assert stats.standout(0.5, slice(0, 1)) == pytest.approx(4.0)
-    assert stats.standout(0.5, slice(0, 2)) == pytest.approx(4.0)  # the best over the query vectors
-    assert stats.standout(0.5, slice(2, None)) == 0.0  # no hypothesis vectors
+
+    def standout(query_vectors: int, **found: float) -> float:
+        return relevance.evidence(Candidate("m", 0.0, **found), stats=stats, query_vectors=query_vectors).standout
+
+    assert standout(1, cosine=0.5) == pytest.approx(4.0)
+    assert standout(2, cosine=0.45) == pytest.approx(3.5)  # the best over the query vectors: (0.45 - 0.1) / 0.1
+    assert standout(1, cosine=0.2, hyde_cosine=0.48) == pytest.approx(2.0)  # the hypothesis's: (0.40 - 0.3) / 0.05
+    assert standout(2, hyde_cosine=0.9) == relevance.MISSING_STANDOUT  # no hypothesis vectors to compare with
+
+
+def test_the_evidence_of_many_candidates_is_each_ones_formula():
+    stats = relevance.Background(mean=np.array([0.05, 0.1, 0.2]), std=np.array([0.08, 0.1, 0.07]))
+    model = relevance.FITTED
+    found = [
+        {"cosine": 0.61, "keyword_coverage": 0.4},
+        {"cosine": None, "keyword_coverage": 1.7},  # no vector yet; a share above one counts as one
+        {"cosine": float("nan"), "hyde_cosine": 0.5},  # a vector of length zero; a hypothesis matched
+        {"cosine": 0.3, "hyde_cosine": 0.35, "keyword_coverage": float("nan")},
+        {"cosine": 1.2, "keyword_coverage": -0.2},  # out of range both ways: clamped
+    ]
+
+    def by_hand(cosine=None, hyde_cosine=None, keyword_coverage=None):
+        c, s = relevance.MISSING_COSINE, relevance.MISSING_STANDOUT
+        if cosine is not None and math.isfinite(cosine):
+            c, s = cosine, max((cosine - m) / d for m, d in [(0.05, 0.08), (0.1, 0.1)])
+        if hyde_cosine is not None:
+            h = hyde_cosine - relevance.HYDE_COSINE_DISCOUNT
+            c, s = max(c, h), max(s, (h - 0.2) / 0.07)
+        k = keyword_coverage if keyword_coverage is not None and math.isfinite(keyword_coverage) else 0.0
+        features = (min(max(c, -1.0), 1.0), min(max(s, -10.0), 20.0), min(max(k, 0.0), 1.0))
+        return (*features, model.score(features))
+
+    candidates = [Candidate(str(n), 0.0, **values) for n, values in enumerate(found)]
+    got = relevance.evidences(candidates, stats=stats, query_vectors=2)
+    assert [(e.cosine, e.standout, e.keyword, e.score) for e in got] == [by_hand(**values) for values in found]
 
 
 def test_evidence_never_falls_when_the_cosine_or_the_keyword_share_rises():
