@@ -148,13 +148,6 @@ def background(vectors: npt.NDArray[np.float32], *, model: str) -> Background:
     return Background(mean=sims.mean(axis=1), std=np.maximum(sims.std(axis=1), _STD_FLOOR))
 
 
-def evidence(
-    candidate: Candidate, *, stats: Background, query_vectors: int, model: RelevanceModel = FITTED
-) -> Evidence:
-    """The features of one candidate and its score."""
-    return evidences([candidate], stats=stats, query_vectors=query_vectors, model=model)[0]
-
-
 def evidences(
     candidates: Sequence[Candidate], *, stats: Background, query_vectors: int, model: RelevanceModel = FITTED
 ) -> list[Evidence]:

@@ -163,6 +163,13 @@ LEFT JOIN keyword_hits k ON true
 # FUSION_SQL's nearest rows, read by Postgres (each group exactly or by a walk; {own_order} and
 # {shared_order} say which) or given by the web process (``retrieval.resident_vectors``).
 NEAREST_READ = """
+-- The query vectors, materialized so each is parsed once, not once per row it is compared with;
+-- "h" is its unit-length half-precision copy, compared with the stored ones
+-- (memories_embedding.vector_half). Only here: given nearest rows come with their cosines.
+query_vectors AS MATERIALIZED (
+    SELECT ord, v::vector({dim}) AS v, l2_normalize(v::vector({dim}))::halfvec({dim}) AS h
+    FROM unnest(%(vectors)s::text[]) WITH ORDINALITY AS t(v, ord)
+),
 -- Nearest neighbours per query vector in the two groups a user sees: their own memories, and
 -- the project's shared ones (scope 'project') of other users. A group of at most
 -- VECTOR_EXACT_MAX_ROWS is read exactly, in half precision ("+ 0" hides the ordering from the
@@ -214,12 +221,6 @@ WITH keyword_hits AS (
     SELECT * FROM unnest(%(kw_ids)s::uuid[], %(kw_scores)s::float8[], %(kw_ranks)s::bigint[], %(kw_coverage)s::float8[])
         AS k(id, kw_score, kw_rank, coverage)
 ),
--- Materialized so each vector is parsed once, not once per row it is compared with; "h" is its
--- unit-length half-precision copy, compared with the stored ones (memories_embedding.vector_half).
-query_vectors AS MATERIALIZED (
-    SELECT ord, v::vector({{dim}}) AS v, l2_normalize(v::vector({{dim}}))::halfvec({{dim}}) AS h
-    FROM unnest(%(vectors)s::text[]) WITH ORDINALITY AS t(v, ord)
-),
 {{nearest_rows}}
 nearest AS (
     SELECT c.ord, c.id, c.d
@@ -254,8 +255,9 @@ fused AS (
     WHERE k.id IS NOT NULL OR p.vector_rank <= %(depth)s OR p.hyde_rank <= %(depth)s
 ){{cosines}}
 """
-# FUSION_SQL's end: every candidate with its exact cosines, read by Postgres, or left to the web
-# process when it picked the nearest rows (``resident_vectors.cosines``, from the same copy).
+# FUSION_SQL's end: every candidate with its exact cosines, read by Postgres (after NEAREST_READ, whose
+# query_vectors it compares), or left to the web process when it picked the nearest rows
+# (``resident_vectors.cosines``, from the same copy).
 COSINES_READ = """
 -- Exact cosines for every candidate, keyword-only hits too (calibration needs them): one
 -- pass over the candidates' vectors by memory id, not a subquery per candidate (under the
@@ -450,7 +452,6 @@ def hybrid_search(
         if held is not None:
             picked = resident_vectors.pick(*held, user_id=params.user_id, queries=vectors, fetch=vector_fetch(params))
             sql_params |= {
-                "vectors": "{}",  # the statement compares no vector: its nearest rows and cosines are given
                 "near_ords": array_literal(picked.ords),
                 "near_ids": array_literal(picked.ids),
                 "near_distances": array_literal(picked.distances),

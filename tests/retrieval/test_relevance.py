@@ -45,7 +45,8 @@ def test_standout_measures_a_cosine_against_the_same_querys_unrelated_memories()
     stats = relevance.Background(mean=np.array([0.1, 0.3]), std=np.array([0.1, 0.05]))
 
     def standout(query_vectors: int, **found: float) -> float:
-        return relevance.evidence(Candidate("m", 0.0, **found), stats=stats, query_vectors=query_vectors).standout
+        [found] = relevance.evidences([Candidate("m", 0.0, **found)], stats=stats, query_vectors=query_vectors)
+        return found.standout
 
     assert standout(1, cosine=0.5) == pytest.approx(4.0)
     assert standout(2, cosine=0.45) == pytest.approx(3.5)  # the best over the query vectors: (0.45 - 0.1) / 0.1
@@ -82,10 +83,9 @@ def test_the_evidence_of_many_candidates_is_each_ones_formula():
 
 def test_evidence_never_falls_when_the_cosine_or_the_keyword_share_rises():
     stats = relevance.Background(mean=np.array([0.1]), std=np.array([0.1]))
-    scores = [
-        relevance.evidence(Candidate("m", 0.0, cosine=c, keyword_coverage=k), stats=stats, query_vectors=1).score
-        for c, k in [(0.2, 0.0), (0.3, 0.0), (0.3, 0.5), (0.5, 0.5)]
-    ]
+    rising = [(0.2, 0.0), (0.3, 0.0), (0.3, 0.5), (0.5, 0.5)]
+    candidates = [Candidate("m", 0.0, cosine=c, keyword_coverage=k) for c, k in rising]
+    scores = [found.score for found in relevance.evidences(candidates, stats=stats, query_vectors=1)]
     assert scores == sorted(scores)
 
 
