@@ -60,18 +60,6 @@ def _started_workers(service: Service) -> list[int]:
         time.sleep(0.5)
 
 
-def test_connections_opened_one_after_another_land_on_the_two_workers_evenly():
-    # gthread's own workers race for each connection: ten in a row landed 3:7, 5:5 and 8:2.
-    with Service(worker=False, healthy=False, env={"WEB_CONCURRENCY": "2"}) as service:
-        workers = _started_workers(service)
-        for _ in range(3):  # three batches: gthread's own race gave 5 : 5 about one time in three
-            time.sleep(0.2)  # connections closed here are closed on the workers' side too
-            connections = [_connect(service.port) for _ in range(10)]
-            assert _held(workers, service.port) == [5, 5]
-            for conn in connections:
-                conn.close()
-
-
 def _ask(connections: list[http.client.HTTPConnection]) -> list[bool]:
     """One request on each connection; whether each answer said "Connection: close" (http.client
     opens a new connection for the next request after one that did)."""
@@ -84,6 +72,38 @@ def _ask(connections: list[http.client.HTTPConnection]) -> list[bool]:
     return closed
 
 
+def _settle(connections: list[http.client.HTTPConnection], rounds: int = 5) -> bool:
+    """Rounds of requests until one in which no connection is handed back (False: none such)."""
+    return any(not any(_ask(connections)) for _ in range(rounds))
+
+
+def _held_soon(workers: list[int], port: int) -> list[int]:
+    """``_held`` once it stops changing: a connection handed back closes just after its answer."""
+    held = _held(workers, port)
+    for _ in range(20):
+        time.sleep(0.05)
+        again = _held(workers, port)
+        if again == held:
+            return held
+        held = again
+    return held
+
+
+def test_connections_opened_one_after_another_end_on_the_two_workers_evenly():
+    # gthread's own workers race for each connection: ten in a row landed 3:7, 5:5 and 8:2. A worker
+    # takes one only when the other holds no fewer, and hands back a surplus (when the other was
+    # too slow to accept it in time: on a busy machine).
+    with Service(worker=False, healthy=False, env={"WEB_CONCURRENCY": "2"}) as service:
+        workers = _started_workers(service)
+        for _ in range(3):  # three batches: gthread's own race gave 5 : 5 about one time in three
+            time.sleep(0.2)  # connections closed here are closed on the workers' side too
+            connections = [_connect(service.port) for _ in range(10)]
+            assert _settle(connections), "connections were still being handed back"
+            assert _held_soon(workers, service.port) == [5, 5]
+            for conn in connections:
+                conn.close()
+
+
 def test_a_worker_holding_two_connections_more_than_the_other_hands_one_back():
     with Service(worker=False, healthy=False, env={"WEB_CONCURRENCY": "2"}) as service:
         workers = _started_workers(service)
@@ -94,13 +114,12 @@ def test_a_worker_holding_two_connections_more_than_the_other_hands_one_back():
         try:
             connections = [_connect(service.port) for _ in range(3)]
             # Answered all the same; two above the stopped worker's count, a connection goes back.
-            assert _ask(connections) == [False, True, True]
-            assert _held(workers, service.port) == [0, 1]
+            assert any(_ask(connections))
+            assert _held_soon(workers, service.port) == [0, 1]
         finally:
             os.kill(workers[0], signal.SIGCONT)
         time.sleep(0.2)  # the resumed worker publishes its count
         # The new connections go to the resumed worker (on a busy machine one may take a round more).
-        settled = any(not any(_ask(connections)) for _ in range(5))
-        assert settled, "connections were still being handed back"
-        assert _held(workers, service.port) in ([1, 2], [2, 1])
+        assert _settle(connections), "connections were still being handed back"
+        assert _held_soon(workers, service.port) in ([1, 2], [2, 1])
         assert not any(_ask(connections)), "an even split was rearranged"
