@@ -136,6 +136,36 @@ def test_turns_of_other_users_and_sessions_are_not_coalesced(api):
     assert CaptureJob.objects.filter(status="queued").count() == 3
 
 
+def test_unstarted_turns_fold_into_the_newest_with_their_messages_in_order(api):
+    first = capture(api, messages=[{"role": "user", "content": "I live in Lisbon."}]).json()["job_id"]
+    second = capture(api, messages=[{"role": "user", "content": "I work at Acme."}]).json()["job_id"]
+    third = capture(api, messages=[{"role": "user", "content": "I play the cello."}]).json()["job_id"]
+    jobs = {str(j.pk): j for j in CaptureJob.objects.all()}
+    assert [jobs[i].status for i in (first, second, third)] == ["coalesced", "coalesced", "queued"]
+    assert [m["content"] for m in jobs[third].window] == ["I live in Lisbon.", "I work at Acme.", "I play the cello."]
+    assert (jobs[first].coalesced_into_id, jobs[second].coalesced_into_id) == (jobs[second].pk, jobs[third].pk)
+
+
+def test_a_turn_folds_several_unstarted_turns_oldest_first(api):
+    # Two queued turns side by side (as two requests committing at once can leave them).
+    older = [
+        CaptureJob.objects.create(
+            project=api.project, user_id="alice", session_id="s1", trigger="turn", window=[m], created_by="test"
+        )
+        for m in ({"role": "user", "content": "I live in Lisbon."}, {"role": "user", "content": "I work at Acme."})
+    ]
+    newest = capture(api, messages=[{"role": "user", "content": "I play the cello."}]).json()["job_id"]
+    job = CaptureJob.objects.get(pk=newest)
+    assert [m["content"] for m in job.window] == ["I live in Lisbon.", "I work at Acme.", "I play the cello."]
+    assert job.payload["coalesced"] == [str(o.pk) for o in older]
+
+
+def test_turns_of_the_same_user_and_session_in_another_project_are_not_coalesced(api, other_api):
+    capture(api)
+    capture(other_api)
+    assert CaptureJob.objects.filter(status="queued").count() == 2
+
+
 def test_a_started_turn_is_not_coalesced(api):
     first = capture(api).json()["job_id"]
     CaptureJob.objects.filter(pk=first).update(status="running")
