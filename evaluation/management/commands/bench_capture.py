@@ -5,9 +5,10 @@
    (one user each, so none coalesce or wait for a lock) through the same service the API
    uses and measures from the first submit until every job is ``done``. The worker also runs
    the embedding tasks those jobs queue, as it would in production.
-2. **Latency.** Starts gunicorn (``memoryhub.wsgi``, 2 sync workers) on a free loopback port
-   and sends ``--requests`` POST /api/v1/capture requests from ``--clients`` threads, each
-   with its own keep-alive ``http.client`` connection; reports p50/p95/p99.
+2. **Latency.** Starts gunicorn as ``make run`` does (``memoryhub.gunicorn_conf``, through
+   ``evaluation.harness.Service``) on a free loopback port and sends ``--requests`` POST
+   /api/v1/capture requests from ``--clients`` threads, each with its own keep-alive
+   ``http.client`` connection; reports p50/p95/p99.
 
 Everything happens in a ``bench-capture`` project that is deleted afterwards (its queued
 jobs then find nothing to do). Run it with no other worker consuming the same Redis queue,
@@ -19,7 +20,6 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -33,6 +33,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from capture import services
 from capture.models import CaptureJob, JobStatus
+from evaluation.harness import Service
 from memories.models import Project
 from memories.services import api_key_create, project_get_or_create
 
@@ -65,9 +66,11 @@ class Command(BaseCommand):
                 report["rules_throughput"] = measure_throughput(project, jobs=options["jobs"], log=self.stderr.write)
                 self.stderr.write(f"throughput: {report['rules_throughput']}")
             _, key = api_key_create(project=project, name="bench")
-            with gunicorn() as port:
+            # gunicorn as `make run` serves (memoryhub.gunicorn_conf), without a Celery worker: the jobs
+            # stay queued and are deleted with the project.
+            with Service(worker=False, healthy=False) as service:
                 report["post_capture"] = measure_latency(
-                    port, key, requests=options["requests"], clients=options["clients"]
+                    service.port, key, requests=options["requests"], clients=options["clients"]
                 )
             self.stderr.write(f"latency: {report['post_capture']}")
         finally:
@@ -123,36 +126,6 @@ def worker() -> Iterator[subprocess.Popen[bytes]]:
     finally:
         process.terminate()
         process.wait(30)
-
-
-@contextmanager
-def gunicorn() -> Iterator[int]:
-    """``gunicorn memoryhub.wsgi`` with 2 workers on a free loopback port, ready when yielded."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
-    command = [sys.executable, "-m", "gunicorn", "memoryhub.wsgi:application", "--bind", f"127.0.0.1:{port}"]
-    process = subprocess.Popen([*command, "--workers", "2", "--log-level", "warning"], env=dict(os.environ))
-    try:
-        deadline = time.monotonic() + 60
-        while not _answers(port):
-            if time.monotonic() > deadline or process.poll() is not None:
-                raise RuntimeError("gunicorn did not start")
-            time.sleep(0.2)
-        yield port
-    finally:
-        process.terminate()
-        process.wait(30)
-
-
-def _answers(port: int) -> bool:
-    try:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-        connection.request("GET", "/api/v1/health")
-        connection.getresponse().read()
-        return True
-    except OSError:
-        return False
 
 
 def measure_latency(port: int, key: str, *, requests: int, clients: int) -> dict[str, Any]:
