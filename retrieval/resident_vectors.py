@@ -11,12 +11,14 @@ at 10,000) while Postgres answers the search. Each read takes the generation in 
 as the vectors, so a search never picks from vectors older than the ones its statements see,
 whatever wrote them.
 
-The pick is exact: float32 vectors scaled to unit length, one matrix-vector product per group and
-query vector, ``fetch`` rows per query vector by cosine distance, as the SQL read orders them.
-Postgres then applies the memory-level filters and fuses, unchanged (the fusion statement takes
-the picked ids and distances as arrays). A 10,000-vector group of 384 dimensions is 15 MB and its
-pick 0.6–2 ms of numpy against ~6–10 ms of Postgres reading the user's vectors (DECISIONS.md,
-issue 12, session 16).
+The pick is exact: float32 vectors scaled to unit length, ``fetch`` rows per query vector by cosine
+distance, as the SQL read orders them. Postgres then applies the memory-level filters and fuses,
+unchanged (the fusion statement takes the picked ids and distances as arrays). A 10,000-vector
+group of 384 dimensions is 15 MB and its pick 0.6–2 ms of numpy against ~6–10 ms of Postgres
+reading the user's vectors (DECISIONS.md, issue 12, session 16). A group of CODES_MIN_ROWS or more
+also keeps its vectors in int8 (``Codes``, a quarter of the bytes): an int8 product scores every
+row within a known bound of its cosine, and only the rows that bound leaves in the running are
+scored in float32 (``_candidates``; the pick in a request 1.6–1.75 -> 1.1–1.2 ms, session 19).
 
 Held groups are bounded per process (``MEMORYHUB_RESIDENT_VECTORS_MB``, least recently used out
 first); a group larger than that, or any group when it is 0, is read by Postgres as before.
@@ -70,6 +72,66 @@ def group_sql(*, shared: bool, recent: bool) -> str:
     )
 
 
+# A group of at least this many rows is picked in two passes (``Codes``); a smaller one by its
+# float32 vectors alone, whose product costs less than the int8 pass's fixed cost.
+CODES_MIN_ROWS = 4096
+# Added to each row's bound on how far its int8 score may be from its float32 cosine: the float32
+# product is itself rounded (384 terms: a few 1e-6 at most), and so is the arithmetic of the bound.
+CODES_SLACK = 1e-4
+
+
+@dataclass(frozen=True)
+class Codes:
+    """A group's vectors in int8, for the pick's first pass: each row ``v`` (unit length) as
+    ``round(v / scale)`` with ``scale = max|v| / 127``, stored plus 128 (uint8), so a product with an
+    int8 query reads a quarter of the float32 bytes (10,000 x 384: 3.8 MB against 15).
+
+    ``l1`` is each row's ``sum |round(v / scale)| * scale``: with ``scale`` it bounds how far the int8
+    score of a row can be from its float32 cosine (``pick``)."""
+
+    values: np.ndarray  # (rows, dim) uint8
+    scale: np.ndarray  # (rows,) float32
+    l1: np.ndarray  # (rows,) float32
+
+    @classmethod
+    def of(cls, vectors: np.ndarray | None) -> Codes | None:
+        """The codes of ``vectors`` (unit-length float32 rows); None for fewer than CODES_MIN_ROWS
+        rows, or when a row has no direction (a zero vector's NaN: the float32 pass orders those)."""
+        if vectors is None or len(vectors) < CODES_MIN_ROWS or not np.isfinite(vectors).all():
+            return None
+        return cls._quantised(vectors)
+
+    @classmethod
+    def _quantised(cls, vectors: np.ndarray) -> Codes:
+        peak = np.abs(vectors).max(axis=1) if vectors.size else np.zeros(len(vectors), dtype=np.float32)
+        scale = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
+        signed = np.rint(vectors / scale[:, None]).astype(np.int8)
+        l1 = (np.abs(signed.astype(np.int32)).sum(axis=1) * scale).astype(np.float32)
+        return cls(signed.view(np.uint8) ^ np.uint8(0x80), scale, l1)
+
+    @classmethod
+    def carried(cls, held: Codes | None, source: np.ndarray, vectors: np.ndarray) -> Codes | None:
+        """The codes of ``vectors``, whose row ``r`` is ``held``'s row ``source[r]`` unchanged
+        (``source[r]`` < 0: a new or rewritten row): only those are quantised again (a group's
+        refresh after a write; 10,000 rows quantised whole: ~13 ms)."""
+        if held is None or len(vectors) < CODES_MIN_ROWS:
+            return cls.of(vectors)
+        fresh = source < 0
+        if not np.isfinite(vectors[fresh]).all():
+            return None
+        new = cls._quantised(vectors[fresh])
+        values = np.empty((len(vectors), vectors.shape[1]), dtype=np.uint8)
+        scale, l1 = np.empty(len(vectors), dtype=np.float32), np.empty(len(vectors), dtype=np.float32)
+        kept = ~fresh
+        values[kept], scale[kept], l1[kept] = held.values[source[kept]], held.scale[source[kept]], held.l1[source[kept]]
+        values[fresh], scale[fresh], l1[fresh] = new.values, new.scale, new.l1
+        return cls(values, scale, l1)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.values.nbytes + self.scale.nbytes + self.l1.nbytes)
+
+
 @dataclass(frozen=True)
 class Group:
     """One group's vectors at one generation (``vectors`` None: too large to hold)."""
@@ -83,6 +145,7 @@ class Group:
     user_codes: np.ndarray | None = None
     codes: dict[str, int] | None = None
     rows: dict[str, int] = field(default_factory=dict)
+    int8: Codes | None = None
     read_at: float = field(default_factory=time.monotonic)
 
     @classmethod
@@ -93,19 +156,32 @@ class Group:
         vectors: np.ndarray | None,
         users: list[str] | None,
         rows: dict[str, int] | None = None,
+        *,
+        carried: tuple[Codes | None, np.ndarray] | None = None,
     ) -> Group:
+        """The group; its int8 codes made from ``vectors``, or, with ``carried`` (an older copy's
+        codes and the source of each row, ``Codes.carried``), from that copy's where rows are unchanged."""
         codes = user_codes = None
         if users is not None:
             codes = {user: code for code, user in enumerate(dict.fromkeys(users))}
             user_codes = np.fromiter((codes[user] for user in users), dtype=np.int32, count=len(users))
         if rows is None:
             rows = {memory_id: row for row, memory_id in enumerate(ids)}
-        return cls(generation, ids, vectors, users, user_codes, codes, rows)
+        if vectors is None:
+            int8 = None
+        elif carried is None:
+            int8 = Codes.of(vectors)
+        else:
+            int8 = Codes.carried(carried[0], carried[1], vectors)
+        return cls(generation, ids, vectors, users, user_codes, codes, rows, int8)
 
     @property
     def nbytes(self) -> int:
-        """The vectors, and ~200 bytes a row for its id (an 85-byte str), list slot and index entry."""
-        return 0 if self.vectors is None else int(self.vectors.nbytes) + 200 * len(self.ids)
+        """The vectors and their int8 codes, and ~200 bytes a row for its id (an 85-byte str), list
+        slot and index entry."""
+        if self.vectors is None:
+            return 0
+        return int(self.vectors.nbytes) + (self.int8.nbytes if self.int8 is not None else 0) + 200 * len(self.ids)
 
 
 @dataclass(frozen=True)
@@ -293,15 +369,17 @@ def refreshed(cursor: Any, held: Group, *, project: int, model: str, owner: str,
                 vectors = np.concatenate([held.vectors, fresh[new]])
                 ids_now = held.ids + [added[n] for n in new]
                 users_now = None if held.users is None else held.users + [users[n] for n in new]
+                source = np.concatenate([np.arange(len(held.ids)), np.full(len(new), -1)])
                 for memory_id, row in held_rows.items():
                     vectors[row] = fresh[at[memory_id]]
+                    source[row] = -1
                     if users_now is not None:
                         users_now[row] = users[at[memory_id]]
                 if vectors.nbytes > budget:
                     return Group.of(int(generation), [], None, None)
                 positions = dict(held.rows)
                 positions.update((ids_now[row], row) for row in range(len(held.ids), len(ids_now)))
-                return Group.of(int(generation), ids_now, vectors, users_now, positions)
+                return Group.of(int(generation), ids_now, vectors, users_now, positions, carried=(held.int8, source))
             # Removed rows: the held ones kept, the read ones after them.
             if fresh is not None and (not rows or fresh.shape[1] == held.vectors.shape[1]):
                 keep = np.ones(len(held.ids), dtype=bool)
@@ -315,6 +393,7 @@ def refreshed(cursor: Any, held: Group, *, project: int, model: str, owner: str,
                     [held.ids[row] for row in kept] + added,
                     vectors,
                     None if held.users is None else [held.users[row] for row in kept] + list(users or []),
+                    carried=(held.int8, np.concatenate([kept, np.full(len(vectors) - len(kept), -1)])),
                 )
     return None
 
@@ -351,31 +430,117 @@ def pick(own: Group, shared: Group, *, user_id: str, queries: np.ndarray, fetch:
     queries = np.asarray(queries, dtype=np.float32)
     with np.errstate(invalid="ignore", divide="ignore"):
         queries = queries / np.linalg.norm(queries, axis=1, keepdims=True)
-    parts: list[tuple[np.ndarray, list[str]]] = []
+    # Per group: per query vector, the rows that may be among the nearest and their distances.
+    parts: list[tuple[list[tuple[np.ndarray, np.ndarray]], list[str]]] = []
     for grp, leave_out in ((own, None), (shared, user_id)):
         if not grp.ids or grp.vectors is None:
             continue
-        # One matrix-vector product per query vector: on one BLAS thread, two such products beat
-        # one product with a two-column matrix (10,000 x 384: 1.25 against 1.64 ms).
-        distances = np.stack([1.0 - grp.vectors @ query for query in queries], axis=1)  # (rows, query vectors)
+        left_out = None
         if leave_out is not None and grp.codes is not None and leave_out in grp.codes:
-            distances[grp.user_codes == grp.codes[leave_out]] = np.inf
-        parts.append((distances, grp.ids))
+            left_out = np.asarray(grp.user_codes == grp.codes[leave_out], dtype=bool)
+        parts.append((_candidates(grp, queries, fetch, left_out), grp.ids))
     ords: list[int] = []
     ids: list[str] = []
     kept: list[float] = []
     for column in range(queries.shape[0]):
         found: list[tuple[float, str]] = []
-        for distances, group_ids in parts:
-            column_d = distances[:, column]
+        for columns, group_ids in parts:
+            rows, column_d = columns[column]
             top = _nearest(column_d, fetch)
-            found.extend((float(column_d[i]), group_ids[i]) for i in top if column_d[i] != np.inf)
+            found.extend((float(column_d[i]), group_ids[rows[i]]) for i in top if column_d[i] != np.inf)
         found.sort(key=lambda item: (np.isnan(item[0]), item[0]))
         for distance, memory_id in found[:fetch]:
             ords.append(column + 1)
             ids.append(memory_id)
             kept.append(distance)
     return Picked(ords=ords, ids=ids, distances=kept)
+
+
+def _candidates(
+    grp: Group, queries: np.ndarray, fetch: int, left_out: np.ndarray | None
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per query vector (unit length), rows of ``grp`` holding its ``fetch`` nearest and their exact
+    cosine distances (inf for the rows ``left_out``).
+
+    A group with int8 codes (``Codes``) is read in two passes. The int8 product scores every row,
+    and each score is within a bound of the row's float32 cosine: ``|v.q - s(v).t(q)| <=
+    |v - s(v)|.|q| + |s(v)|.|q - t(q)|``, the roundings at most half a step each (``scale * 0.5``
+    and ``0.5 / query scale``) against the other side's L1 norm. Every row whose lowest possible
+    distance is within the ``fetch``-th smallest highest possible one may be among the nearest;
+    only those (~130 of 10,000 at ``fetch`` 60) are scored again in float32, the distances the
+    search uses. The nearest rows are so exactly those of a float32 pass over all, which the
+    bound's CODES_SLACK covers the rounding of. Otherwise one matrix-vector product per query
+    vector over every row: on one BLAS thread, two such products beat one product with a
+    two-column matrix (10,000 x 384: 1.25 against 1.64 ms).
+    """
+    codes = grp.int8
+    if codes is None or len(grp.ids) <= fetch or not np.isfinite(queries).all():
+        assert grp.vectors is not None
+        everything = np.arange(len(grp.ids))
+        columns = []
+        for query in queries:
+            distances = 1.0 - grp.vectors @ query
+            if left_out is not None:
+                distances[left_out] = np.inf
+            columns.append((everything, distances))
+        return columns
+    query_scale = np.abs(queries).max(axis=1) / 127.0  # a unit vector has a component of at least 1/sqrt(dim)
+    signed = np.rint(queries / query_scale[:, None]).astype(np.int8)  # (query vectors, dim)
+    # The codes are stored plus 128: subtract 128 * sum(query) to get the signed product.
+    products = _int8_products(codes.values, np.ascontiguousarray(signed.T)).astype(np.float32)
+    scores = (products - 128 * signed.astype(np.int32).sum(axis=1)) * codes.scale[:, None] * query_scale
+    bounds = (
+        codes.scale[:, None] * (0.5 * np.abs(queries).sum(axis=1))
+        + codes.l1[:, None] * (0.5 * query_scale)
+        + CODES_SLACK
+    )
+    lowest, highest = 1.0 - scores - bounds, 1.0 - scores + bounds
+    if left_out is not None:
+        lowest[left_out] = highest[left_out] = np.inf
+    assert grp.vectors is not None
+    columns = []
+    for column, query in enumerate(queries):
+        limit = np.partition(highest[:, column], fetch - 1)[fetch - 1]
+        rows = np.flatnonzero(lowest[:, column] <= limit)
+        distances = 1.0 - grp.vectors[rows] @ query
+        if left_out is not None:
+            distances[left_out[rows]] = np.inf
+        columns.append((rows, distances))
+    return columns
+
+
+_products_session: tuple[int, Any] | None = None
+
+
+def _int8_products(values: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """``values`` (rows, dim; uint8) times ``queries`` (dim, n; int8) as int32, by onnxruntime's
+    ``MatMulInteger`` on one thread (numpy has no int8 product). The codes are its left operand,
+    which it reads as they are; the right one, which it packs on every call, is the few query vectors."""
+    global _products_session
+    if _products_session is None or _products_session[0] != os.getpid():
+        import onnxruntime
+        from onnx import TensorProto, helper
+
+        graph = helper.make_graph(
+            [helper.make_node("MatMulInteger", ["codes", "queries"], ["products"])],
+            "int8_products",
+            [
+                helper.make_tensor_value_info("codes", TensorProto.UINT8, [None, None]),
+                helper.make_tensor_value_info("queries", TensorProto.INT8, [None, None]),
+            ],
+            [helper.make_tensor_value_info("products", TensorProto.INT32, [None, None])],
+        )
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        model.ir_version = 8  # what onnxruntime reads, whatever onnx would write
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        session = onnxruntime.InferenceSession(
+            model.SerializeToString(), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        _products_session = (os.getpid(), session)
+    (products,) = _products_session[1].run(None, {"codes": values, "queries": queries})
+    return np.asarray(products)
 
 
 def cosines(

@@ -4,6 +4,7 @@ ones its statements see, whatever wrote them (the generations Postgres keeps, mi
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 
@@ -96,8 +97,12 @@ def test_a_search_picks_from_vectors_as_new_as_its_statements_see(api):
     assert found and found[0].memory_id == str(shared.pk) and found[0].vector_rank == 1
 
 
-def test_a_held_group_reads_again_only_the_vectors_of_its_recent_memories(api):
+@pytest.mark.parametrize("codes_from_rows", [resident_vectors.CODES_MIN_ROWS, 1], ids=["float32", "with-int8-codes"])
+def test_a_held_group_reads_again_only_the_vectors_of_its_recent_memories(api, monkeypatch, codes_from_rows):
     from retrieval.memory_vectors import store_vectors
+
+    # With codes, a refresh quantises only the new and rewritten rows (assert_holds_the_whole_group).
+    monkeypatch.setattr(resident_vectors, "CODES_MIN_ROWS", codes_from_rows)
 
     memories = stored(api.project, "alice", varied_memories(30, seed=24))
     search(api.project, "alice", "Who plays the violin?")  # the process now holds alice's group
@@ -133,6 +138,13 @@ def assert_holds_the_whole_group(project: Any, model: str, owner: str, *, rows: 
     assert sorted(held.ids) == sorted(whole.ids) and len(held.ids) == rows
     assert all(held.rows[memory_id] == row for row, memory_id in enumerate(held.ids))
     assert np.array_equal(held.vectors, whole.vectors[[whole.rows[memory_id] for memory_id in held.ids]])
+    # The int8 codes, carried over from the older copy where rows did not change, are the held
+    # vectors' own (as quantising them whole would give).
+    whole_codes = resident_vectors.Codes.of(held.vectors)
+    assert (held.int8 is None) == (whole_codes is None)
+    if held.int8 is not None and whole_codes is not None:
+        for name in ("values", "scale", "l1"):
+            assert np.array_equal(getattr(held.int8, name), getattr(whole_codes, name))
 
 
 def test_a_holder_older_than_the_recent_ids_reads_the_whole_group(api):
@@ -241,6 +253,49 @@ def test_the_pick_leaves_out_the_callers_own_shared_rows_and_puts_vectors_withou
     queries = np.array([[0, 1.0, 0.5, 0], [1.0, 0, 0.2, 0]])
     two = resident_vectors.pick(own, shared, user_id="bob", queries=queries, fetch=2)
     assert two.ords == [1, 1, 2, 2] and two.ids == ["o2", "s-alice", "o1", "s-alice"]
+
+
+def clustered_unit_vectors(rows: int, dim: int, seed: int) -> np.ndarray:
+    """Unit vectors in tight clusters (near neighbours a few thousandths apart), as memories on
+    one topic are: the int8 scores cannot tell them apart, the float32 pass must."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((rows // 50, dim))
+    vectors = centres[rng.integers(len(centres), size=rows)] + 0.05 * rng.standard_normal((rows, dim))
+    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_the_int8_first_pass_picks_exactly_the_float32_nearest():
+    dim, fetch = 384, 60
+    own_vectors = clustered_unit_vectors(resident_vectors.CODES_MIN_ROWS + 500, dim, seed=31)
+    shared_vectors = clustered_unit_vectors(resident_vectors.CODES_MIN_ROWS, dim, seed=32)
+    users = [("alice", "bob", "carol")[n % 3] for n in range(len(shared_vectors))]
+    own = resident_vectors.Group.of(1, [f"o{n}" for n in range(len(own_vectors))], own_vectors, None)
+    shared = resident_vectors.Group.of(2, [f"s{n}" for n in range(len(shared_vectors))], shared_vectors, users)
+    assert own.int8 is not None and shared.int8 is not None
+    assert own.nbytes > own_vectors.nbytes + own.int8.values.nbytes
+    float32_only = [dataclasses.replace(group, int8=None) for group in (own, shared)]
+    rng = np.random.default_rng(33)
+    for n in range(40):
+        # Near a stored row (its cluster's neighbours are all close), or anywhere; one or two vectors.
+        near = own_vectors[rng.integers(len(own_vectors))] + 0.01 * rng.standard_normal(dim)
+        queries = np.stack([near, rng.standard_normal(dim)])[: 1 + n % 2].astype(np.float32)
+        picked = resident_vectors.pick(own, shared, user_id="alice", queries=queries, fetch=fetch)
+        exact = resident_vectors.pick(*float32_only, user_id="alice", queries=queries, fetch=fetch)
+        assert picked.ords == exact.ords
+        for ord_ in set(exact.ords):
+            rows = [i for i, o in enumerate(exact.ords) if o == ord_]
+            assert {picked.ids[i] for i in rows} == {exact.ids[i] for i in rows}
+        assert np.allclose(picked.distances, exact.distances, atol=1e-6)
+        assert not any(memory_id in {f"s{i}" for i in range(0, len(users), 3)} for memory_id in picked.ids)
+
+
+def test_a_group_with_a_vector_without_direction_has_no_int8_codes():
+    vectors = clustered_unit_vectors(resident_vectors.CODES_MIN_ROWS, 16, seed=34)
+    vectors[7] = np.nan  # a zero vector, as loaded
+    group = resident_vectors.Group.of(1, [str(n) for n in range(len(vectors))], vectors, None)
+    assert group.int8 is None
+    picked = resident_vectors.pick(group, group, user_id="x", queries=vectors[:1], fetch=5)
+    assert picked.ids[0] == "0"
 
 
 def test_the_candidates_cosines_come_from_either_group_as_postgres_would_give_them():
