@@ -13,10 +13,18 @@ for longer than ``DEFER_S``), the split stays uneven for as long as the clients 
 3 : 1 in two of six 4-client runs on session 18's machine. So a worker holding two connections more
 than another answers a request with "Connection: close"; HTTP/1.1 clients open a new connection
 for their next request, and the accept rule above sends it to the worker with fewer.
+
+A request thread that has answered on a kept-alive connection waits up to ``LINGER_S`` for that
+connection's next request and answers it too, unless another connection's request is waiting for a
+thread. gthread's own way hands the connection to the main thread's poller, which hands the next
+request to a thread again: two wake-ups between threads per request, each waiting for a core on a
+busy machine (2,000 capture acks from 2 clients, paired: p95 11.4-13.6 -> 8.8-10.0 ms;
+DECISIONS.md, issue 12, session 19).
 """
 
 from __future__ import annotations
 
+import select
 import time
 from typing import Any
 
@@ -27,6 +35,9 @@ from memoryhub import inflight
 # How long a worker with more connections leaves a waiting one to the others: an idle worker
 # accepts within microseconds; one whose threads hold its interpreter may take a few milliseconds.
 DEFER_S = 0.005
+# How long a request thread waits on a kept-alive connection for the client's next request before
+# handing the connection back to the main thread's poller (``handle``).
+LINGER_S = 0.003
 
 
 class BalancedThreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships no types
@@ -47,6 +58,28 @@ class BalancedThreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ship
         self.deferred_since = None
         super().accept(listener)
         inflight.hold_connections(self.nr_conns)
+
+    def handle(self, conn: Any) -> Any:
+        # In a request thread: gunicorn answers one request, then hands a kept-alive connection to
+        # the main thread, which waits for the next request and hands it to a thread again.
+        result = super().handle(conn)
+        while result is True and self.alive and self._next_request_soon(conn):
+            result = super().handle(conn)
+        return result
+
+    def _next_request_soon(self, conn: Any) -> bool:
+        """Whether the connection's next request arrived within ``LINGER_S`` of its answer, while no
+        other connection waits for a thread: then this thread answers it too, without two hand-offs
+        between threads (each a wake-up that waits for a core on a busy machine)."""
+        if conn.parser.unreader.buf.getvalue():
+            return True  # already read ahead
+        if not self.tpool._work_queue.empty():
+            return False  # another connection's request waits for a thread
+        try:
+            readable, _, _ = select.select([conn.sock], [], [], LINGER_S)
+        except (OSError, ValueError):
+            return False
+        return bool(readable)
 
     def handle_request(self, req: Any, conn: Any) -> bool:
         # In a request thread, before the response starts: gunicorn answers a request that must

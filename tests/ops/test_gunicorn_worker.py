@@ -5,6 +5,8 @@ from __future__ import annotations
 import http.client
 import os
 import signal
+import socket
+import threading
 import time
 
 import pytest
@@ -123,3 +125,56 @@ def test_a_worker_holding_two_connections_more_than_the_other_hands_one_back():
         assert _settle(connections), "connections were still being handed back"
         assert _held_soon(workers, service.port) in ([1, 2], [2, 1])
         assert not any(_ask(connections)), "an even split was rearranged"
+
+
+def _statuses(raw: socket.socket, count: int) -> list[int]:
+    """The statuses of the next ``count`` answers on ``raw`` (each framed by its Content-Length)."""
+    data, statuses = b"", []
+    while len(statuses) < count:
+        head_end = data.find(b"\r\n\r\n")
+        if head_end >= 0:
+            head = data[:head_end].decode("latin-1").split("\r\n")
+            length = next(int(line.split(":", 1)[1]) for line in head if line.lower().startswith("content-length:"))
+            if len(data) >= head_end + 4 + length:
+                statuses.append(int(head[0].split()[1]))
+                data = data[head_end + 4 + length :]
+                continue
+        chunk = raw.recv(65536)
+        assert chunk, f"the connection closed after {len(statuses)} answers"
+        data += chunk
+    return statuses
+
+
+def test_kept_alive_connections_are_answered_back_to_back_idle_pipelined_and_beyond_the_threads():
+    # A request thread answers a connection's next request itself when it comes within LINGER_S
+    # (memoryhub.gunicorn_worker.BalancedThreadWorker.handle); later ones go through the poller.
+    with Service(worker=False, healthy=False, env={"WEB_CONCURRENCY": "2"}) as service:
+        _started_workers(service)
+        conn = _connect(service.port)
+        assert not any(_ask([conn] * 30))  # back to back on one connection, never closed
+        time.sleep(0.2)  # idle beyond the linger: back on the poller
+        assert not any(_ask([conn]))
+        # Two requests in one write: the second is read ahead with the first.
+        raw = socket.create_connection(("127.0.0.1", service.port), timeout=30)
+        raw.sendall(b"GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" * 2)
+        assert _statuses(raw, 2) == [503, 503]
+        raw.close()
+        # More busy connections than the two workers have threads (2 x 4): every request answered.
+        clients = [_connect(service.port) for _ in range(12)]
+        done: list[int] = []
+
+        def busy(client: http.client.HTTPConnection) -> None:
+            for _ in range(10):
+                client.request("GET", "/api/v1/health")
+                response = client.getresponse()
+                response.read()
+                done.append(response.status)
+
+        threads = [threading.Thread(target=busy, args=(client,)) for client in clients]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert done.count(503) == 120
+        for client in [conn, *clients]:
+            client.close()
