@@ -73,8 +73,9 @@ class BalancedThreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ship
         between threads (each a wake-up that waits for a core on a busy machine)."""
         if conn.parser.unreader.buf.getvalue():
             return True  # already read ahead
-        if not self.tpool._work_queue.empty():
-            return False  # another connection's request waits for a thread
+        waiting = getattr(self.tpool, "_work_queue", None)  # ThreadPoolExecutor's queue of submitted work
+        if waiting is None or not waiting.empty():
+            return False  # another connection's request waits for a thread (or none can tell)
         try:
             readable, _, _ = select.select([conn.sock], [], [], LINGER_S)
         except (OSError, ValueError):
