@@ -10,9 +10,10 @@
    /api/v1/capture requests from ``--clients`` threads, each with its own keep-alive
    ``http.client`` connection; reports p50/p95/p99.
 
-Everything happens in a ``bench-capture`` project that is deleted afterwards (its queued
-jobs then find nothing to do). Run it with no other worker consuming the same Redis queue,
-or that worker will share the throughput phase.
+Everything happens in a ``bench-capture`` project that is deleted afterwards, and the Celery
+messages of the jobs the latency phase accepted (no worker runs them) are taken out of the queue.
+Run it with no other worker consuming the same Redis queue, or that worker will share the
+throughput phase.
 """
 
 from __future__ import annotations
