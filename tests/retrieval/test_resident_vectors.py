@@ -289,6 +289,37 @@ def test_the_int8_first_pass_picks_exactly_the_float32_nearest():
         assert not any(memory_id in {f"s{i}" for i in range(0, len(users), 3)} for memory_id in picked.ids)
 
 
+def test_packed_codes_give_the_products_the_unpacked_ones_give():
+    codes = resident_vectors.Codes.of(clustered_unit_vectors(resident_vectors.CODES_MIN_ROWS + 7, 384, seed=35))
+    assert codes is not None
+    signed = (codes.values ^ np.uint8(0x80)).view(np.int8).astype(np.int64)
+    rng = np.random.default_rng(36)
+    queries = [rng.integers(-127, 128, size=(n, 384)).astype(np.int8) for n in (1, 2, 3)]
+    queries.append(np.full((1, 384), 127, dtype=np.int8))  # the largest products there are
+    unpacked = [codes.products(q) for q in queries]
+    codes.pack()
+    assert codes.packed.session is not None
+    for q, before in zip(queries, unpacked, strict=True):
+        exact = signed @ q.astype(np.int64).T
+        assert np.array_equal(before, exact)
+        assert np.array_equal(codes.products(q), exact)
+
+
+def test_a_groups_codes_are_packed_off_the_request_path_after_a_few_picks():
+    vectors = clustered_unit_vectors(resident_vectors.CODES_MIN_ROWS, 384, seed=37)
+    own = resident_vectors.Group.of(1, [f"o{n}" for n in range(len(vectors))], vectors, None)
+    empty = resident_vectors.Group.of(2, [], np.zeros((0, 384), dtype=np.float32), [])
+    assert own.int8 is not None
+    picks = []
+    for n in range(resident_vectors.PACK_AFTER_PICKS + 1):
+        if n < resident_vectors.PACK_AFTER_PICKS:
+            assert own.int8.packed.session is None
+        picks.append(resident_vectors.pick(own, empty, user_id="alice", queries=vectors[:2] + 0.01, fetch=20))
+        resident_vectors.process_loader().wait()
+    assert own.int8.packed.session is not None  # packed after its PACK_AFTER_PICKS-th pick
+    assert all(picked == picks[0] for picked in picks)  # the same rows and distances either way
+
+
 def test_a_group_with_a_vector_without_direction_has_no_int8_codes():
     vectors = clustered_unit_vectors(resident_vectors.CODES_MIN_ROWS, 16, seed=34)
     vectors[7] = np.nan  # a zero vector, as loaded
