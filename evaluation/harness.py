@@ -24,12 +24,18 @@ def free_port() -> int:
 
 
 class Service:
-    """gunicorn (configured like `make run`), and optionally a Celery worker and beat."""
+    """gunicorn (configured like `make run`), and optionally a Celery worker and beat.
+
+    Entering waits until the service is ``ready``: ``healthy`` (/health answers 200: the worker
+    too), ``answering`` (/health answers at all: a web worker has started and warmed up) or
+    ``listening`` (the port accepts connections: gunicorn's master is up)."""
 
     def __init__(
-        self, *, worker: bool = True, beat: bool = False, env: dict[str, str] | None = None, healthy: bool = True
+        self, *, worker: bool = True, beat: bool = False, env: dict[str, str] | None = None, ready: str = "healthy"
     ) -> None:
-        self.healthy = healthy  # wait for /health to be green, or only for the port to listen
+        if ready not in ("healthy", "answering", "listening"):
+            raise ValueError(f"unknown readiness {ready!r}")
+        self.ready = ready
         self.port = free_port()
         self.env = {**os.environ, **(env or {})}
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
@@ -54,10 +60,10 @@ class Service:
         for name, wanted in self.wanted.items():
             if wanted:
                 self.start(name)
-        if self.healthy:
-            self.wait_healthy()
-        else:
+        if self.ready == "listening":
             self.wait_listening()
+        else:
+            self.wait_healthy(answering=self.ready == "answering")
         return self
 
     def wait_listening(self, timeout: float = 60) -> None:
@@ -70,13 +76,13 @@ class Service:
                 time.sleep(0.3)
         raise RuntimeError("gunicorn did not listen")
 
-    def wait_healthy(self, timeout: float = 90) -> float:
-        """Seconds until /health answers 200."""
+    def wait_healthy(self, timeout: float = 90, *, answering: bool = False) -> float:
+        """Seconds until /health answers 200 (or, ``answering``, 200 or 503)."""
         started = time.monotonic()
         while time.monotonic() - started < timeout:
             try:
                 status, _ = self.call("GET", "/api/v1/health", timeout=3)
-                if status == 200:
+                if status == 200 or (answering and status == 503):
                     return time.monotonic() - started
             except OSError:
                 pass

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_gunicorn_refusals_answer_in_the_error_envelope():
-    with Service(worker=False, healthy=False) as service:  # gunicorn refuses before any database use
+    with Service(worker=False, ready="listening") as service:  # gunicorn refuses before any database use
         conn = http.client.HTTPConnection("127.0.0.1", service.port, timeout=10)
         conn.request("GET", "/api/v1/memories?user_id=" + "a" * 10_000)
         response = conn.getresponse()

@@ -95,7 +95,7 @@ def test_connections_opened_one_after_another_end_on_the_two_workers_evenly():
     # gthread's own workers race for each connection: ten in a row landed 3:7, 5:5 and 8:2. A worker
     # takes one only when the other holds no fewer, and hands back a surplus (when the other was
     # too slow to accept it in time: on a busy machine).
-    with Service(worker=False, healthy=False, env={"WEB_CONCURRENCY": "2"}) as service:
+    with Service(worker=False, ready="listening", env={"WEB_CONCURRENCY": "2"}) as service:
         workers = _started_workers(service)
         for _ in range(3):  # three batches: gthread's own race gave 5 : 5 about one time in three
             time.sleep(0.2)  # connections closed here are closed on the workers' side too
@@ -107,7 +107,7 @@ def test_connections_opened_one_after_another_end_on_the_two_workers_evenly():
 
 
 def test_a_worker_holding_two_connections_more_than_the_other_hands_one_back():
-    with Service(worker=False, healthy=False, env={"WEB_CONCURRENCY": "2"}) as service:
+    with Service(worker=False, ready="listening", env={"WEB_CONCURRENCY": "2"}) as service:
         workers = _started_workers(service)
         time.sleep(0.2)
         # One worker does not run while three clients connect, as when a busy machine does not
@@ -148,7 +148,7 @@ def _statuses(raw: socket.socket, count: int) -> list[int]:
 def test_kept_alive_connections_are_answered_back_to_back_idle_pipelined_and_beyond_the_threads():
     # A request thread answers a connection's next request itself when it comes within LINGER_S
     # (memoryhub.gunicorn_worker.BalancedThreadWorker.handle); later ones go through the poller.
-    with Service(worker=False, healthy=False, env={"WEB_CONCURRENCY": "2"}) as service:
+    with Service(worker=False, ready="listening", env={"WEB_CONCURRENCY": "2"}) as service:
         _started_workers(service)
         conn = _connect(service.port)
         assert not any(_ask([conn] * 30))  # back to back on one connection, never closed

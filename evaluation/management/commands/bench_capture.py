@@ -72,7 +72,7 @@ class Command(BaseCommand):
             _, key = api_key_create(project=project, name="bench")
             # gunicorn as `make run` serves (memoryhub.gunicorn_conf), without a Celery worker: the jobs
             # stay queued and are deleted with the project.
-            with Service(worker=False, healthy=False) as service:
+            with Service(worker=False, ready="listening") as service:
                 report["post_capture"] = measure_latency(
                     service.port, key, requests=options["requests"], clients=options["clients"], jobs=accepted
                 )

@@ -19,11 +19,7 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
-import socket
 import statistics
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -34,6 +30,7 @@ import numpy as np
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection, transaction
 
+from evaluation.harness import Service
 from evaluation.process_cpu import CpuWindow, descendants
 from evaluation.synthetic import varied_memories
 from memories import services
@@ -82,8 +79,10 @@ class Command(BaseCommand):
             scenarios.append(("hyde_stub", {"MEMORYHUB_LLM_BASE_URL": stub.base_url, "OPENAI_API_KEY": "bench"}))
         try:
             for name, env in scenarios:
-                server = _server(env)
-                with server as port:
+                # Configured like make run; ready once a web worker answers (/health: 200, or 503
+                # without a Celery worker).
+                with Service(worker=False, env=env, ready="answering") as server:
+                    port = server.port
                     if name == "hyde_off":
                         report["first_calls_ms"] = first_calls(port, key)
                         self.stderr.write(f"first calls after start: {report['first_calls_ms']}")
@@ -98,7 +97,7 @@ class Command(BaseCommand):
                             requests=options["requests"],
                             hyde=name == "hyde_stub",
                             window=name == "window",
-                            web_pids=descendants(server.process.pid),
+                            web_pids=descendants(server.processes["web"].pid),
                         )
                         report["scenarios"].append({"scenario": name, **row})
                         self.stderr.write(f"{name} x{clients}: {row}")
@@ -275,47 +274,6 @@ def seed(count: int, *, log: Any) -> Project:
         log(f"seeded {start + len(chunk)}/{count}")
     settle_after_bulk_load(project.pk)
     return project
-
-
-class _server:
-    """gunicorn on a free loopback port for the block, configured like make run (gunicorn_conf)."""
-
-    def __init__(self, env: dict[str, str]) -> None:
-        self.env = env
-
-    def __enter__(self) -> int:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "memoryhub.wsgi:application",
-                "--config",
-                "python:memoryhub.gunicorn_conf",
-                "--bind",
-                f"127.0.0.1:{self.port}",
-                "--log-level",
-                "warning",
-            ],
-            env={**os.environ, **self.env},
-        )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
-                conn.request("GET", "/api/v1/health")
-                if conn.getresponse().status in (200, 503):
-                    return int(self.port)
-            except OSError:
-                time.sleep(0.3)
-        raise RuntimeError("gunicorn did not come up")
-
-    def __exit__(self, *exc: object) -> None:
-        self.process.terminate()
-        self.process.wait(30)
 
 
 def first_calls(port: int, key: str, *, calls: int = 8) -> list[float]:

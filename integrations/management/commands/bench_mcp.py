@@ -31,7 +31,8 @@ from django.core.management.base import BaseCommand, CommandParser
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from evaluation.management.commands.bench_retrieve import _server, seed
+from evaluation.harness import Service
+from evaluation.management.commands.bench_retrieve import seed
 from evaluation.synthetic import synthetic_sentences
 from memories import services
 
@@ -49,8 +50,8 @@ class Command(BaseCommand):
         project = seed(options["memories"], log=self.stderr.write)
         _, key = services.api_key_create(project=project, name="bench-mcp")
         queries = synthetic_sentences(options["calls"], seed=99, tag="q")
-        with _server({}) as port:
-            report = anyio.run(_measure, port, key, queries)
+        with Service(worker=False, ready="answering") as server:
+            report = anyio.run(_measure, server.port, key, queries)
         report.update(memories=project.memories.count(), calls=len(queries), cpus=os.cpu_count())
         self.stdout.write(json.dumps(report, indent=2))
 
