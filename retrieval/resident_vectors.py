@@ -19,7 +19,7 @@ reading the user's vectors (DECISIONS.md, issue 12, session 16). A group of CODE
 also keeps its vectors in int8 (``Codes``, a quarter of the bytes): an int8 product scores every
 row within a known bound of its cosine, and only the rows that bound leaves in the running are
 scored in float32 (``_candidates``; the pick in a request 1.6–1.75 -> 1.1–1.2 ms, session 19). At
-its third pick a group's codes are laid out once for onnxruntime's int8 kernels, on the loader
+its tenth pick a group's codes are laid out once for onnxruntime's int8 kernels, on the loader
 thread (``Codes.pack``): the int8 product ~1.3 -> ~0.2 ms at 10,000 rows (session 20).
 
 Held groups are bounded per process (``MEMORYHUB_RESIDENT_VECTORS_MB``, least recently used out
@@ -82,9 +82,11 @@ CODES_MIN_ROWS = 4096
 CODES_SLACK = 1e-4
 
 
-# A group's codes are packed for onnxruntime (``Codes.products``) at their this-many-th pick: a copy
-# replaced by every write to a busy group is never packed, a steady one soon is.
-PACK_AFTER_PICKS = 3
+# A group's codes are packed for onnxruntime (``Codes.pack``) at their this-many-th pick. Packing
+# 10,000 rows costs ~20 ms of CPU (on the loader thread, holding the interpreter for under 1 ms at a
+# time), what ten to twenty picks then save (~1-2 ms each): a copy that a write replaces after a few
+# picks (a user in conversation, captured every turn) is never packed, a steady one soon is.
+PACK_AFTER_PICKS = 10
 
 
 @dataclass(frozen=True)
@@ -150,8 +152,9 @@ class Codes:
         way onnxruntime computes them. Counts the pick (``PACK_AFTER_PICKS``)."""
         session = self.packed.session
         if session is None:
-            self.packed.picks += 1
-            if self.packed.picks == PACK_AFTER_PICKS:
+            self.packed.picks += 1  # not atomic: a count off by one or two under threads does no harm
+            if self.packed.picks >= PACK_AFTER_PICKS and not self.packed.requested:
+                self.packed.requested = True
                 process_loader().pack(self)
             # (codes + 128) . q: subtract 128 * sum(q).
             stored = _int8_products(self.values, np.ascontiguousarray(queries.T))
@@ -178,6 +181,7 @@ class _Packed:
     """A ``Codes``'s onnxruntime session once packed, and what it needs kept."""
 
     picks: int = 0
+    requested: bool = False
     session: Any = None
     # The transposed codes the session was given: onnxruntime does not own them, so they stay alive.
     operand: np.ndarray | None = None
