@@ -595,8 +595,8 @@ def _int8_products(values: np.ndarray, queries: np.ndarray) -> np.ndarray:
     """``values`` (rows, dim; uint8) times ``queries`` (dim, n; int8) as int32, by onnxruntime's
     ``MatMulInteger`` on one thread (numpy has no int8 product). The codes are its left operand,
     which it reads as they are; the right one, the few query vectors, it lays out for its kernels on
-    every call, padded to a block of columns, so the product does ~16 times the work it needs
-    (10,000 x 384: ~1.3 ms against ~0.2 ms packed, ``_packed_session``)."""
+    every call, and those kernels are made for many columns, not one or two (10,000 x 384: ~1.3 ms
+    against ~0.2 ms with the codes laid out once, ``_packed_session``)."""
     global _products_session
     if _products_session is None or _products_session[0] != os.getpid():
         from onnx import TensorProto, helper
