@@ -305,19 +305,28 @@ def test_packed_codes_give_the_products_the_unpacked_ones_give():
         assert np.array_equal(codes.products(q), exact)
 
 
-def test_a_groups_codes_are_packed_off_the_request_path_after_a_few_picks():
+def test_a_groups_codes_are_packed_off_the_request_path_after_a_few_picks(monkeypatch):
     vectors = clustered_unit_vectors(resident_vectors.CODES_MIN_ROWS, 384, seed=37)
     own = resident_vectors.Group.of(1, [f"o{n}" for n in range(len(vectors))], vectors, None)
     empty = resident_vectors.Group.of(2, [], np.zeros((0, 384), dtype=np.float32), [])
     assert own.int8 is not None
-    picks = []
-    for n in range(resident_vectors.PACK_AFTER_PICKS + 1):
-        if n < resident_vectors.PACK_AFTER_PICKS:
-            assert own.int8.packed.session is None
-        picks.append(resident_vectors.pick(own, empty, user_id="alice", queries=vectors[:2] + 0.01, fetch=20))
-        resident_vectors.process_loader().wait()
-    assert own.int8.packed.session is not None  # packed after its PACK_AFTER_PICKS-th pick
-    assert all(picked == picks[0] for picked in picks)  # the same rows and distances either way
+    loader = resident_vectors.process_loader()
+    asked: list[resident_vectors.Codes] = []
+    monkeypatch.setattr(loader, "pack", asked.append)  # what the picks hand the loader, not done yet
+
+    def pick() -> resident_vectors.Picked:
+        return resident_vectors.pick(own, empty, user_id="alice", queries=vectors[:2] + 0.01, fetch=20)
+
+    before = [pick() for _ in range(resident_vectors.PACK_AFTER_PICKS - 1)]
+    assert asked == []
+    before += [pick() for _ in range(3)]
+    # Asked once, at the PACK_AFTER_PICKS-th pick; the pick itself packed nothing.
+    assert len(asked) == 1 and asked[0] is own.int8 and own.int8.packed.session is None
+    monkeypatch.undo()
+    loader.pack(own.int8)  # the loader thread packs it
+    loader.wait()
+    assert own.int8.packed.session is not None
+    assert all(picked == before[0] for picked in [*before, pick()])  # the same rows and distances either way
 
 
 def test_a_group_with_a_vector_without_direction_has_no_int8_codes():

@@ -71,8 +71,9 @@ class Command(BaseCommand):
                 self.stderr.write(f"throughput: {report['rules_throughput']}")
             _, key = api_key_create(project=project, name="bench")
             # gunicorn as `make run` serves (memoryhub.gunicorn_conf), without a Celery worker: the jobs
-            # stay queued and are deleted with the project.
-            with Service(worker=False, ready="listening") as service:
+            # stay queued and are deleted with the project. Timed once a web worker answers (its
+            # start-up, model loading included, is not in the first acks).
+            with Service(worker=False, ready="answering") as service:
                 report["post_capture"] = measure_latency(
                     service.port, key, requests=options["requests"], clients=options["clients"], jobs=accepted
                 )
