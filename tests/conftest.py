@@ -54,6 +54,17 @@ def drain_deferred_writes() -> Iterator[None]:
     assert deferred.flush(30, close=True), "deferred writes still running 30 s after the test"
 
 
+@pytest.fixture(autouse=True)
+def finish_vector_reads() -> Iterator[None]:
+    """Whole reads of a user's vectors (``retrieval.resident_vectors``'s loader thread, which a search
+    outside a transaction starts) end within their test: one still reading when a transactional
+    test's tables are truncated deadlocked with the truncation."""
+    yield
+    from retrieval import resident_vectors
+
+    resident_vectors.process_loader().wait()
+
+
 @dataclass
 class ApiClient:
     """The Django test client with a Bearer key, speaking JSON."""
