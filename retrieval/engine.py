@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -45,8 +43,6 @@ log = logging.getLogger(__name__)
 GRAPH_DECAY = 0.85  # a neighbour scores below the memory that led to it
 CONTEXT_MESSAGES = 3
 SEARCH_MIN_MS = 200
-# Concurrent query embeddings per process (gunicorn's threads per worker is 4).
-QUERY_EMBED_THREADS = 4
 
 
 @dataclass
@@ -206,22 +202,23 @@ def _run(project: Project, request: RetrieveRequest, trace: Trace, started: floa
         trace.hypotheses = run_hyde(window or query, trace=trace, deadline=started + budget_s)
     model = active_model(project)
     queries = [query, context] if context and context != query else [query]
-    # The query is embedded on another thread while the full-text half of the search runs
-    # (onnxruntime and psycopg both release the GIL); the search waits for it only after.
-    embedding = _query_embedder().submit(
-        embed_queries, [*queries, *trace.hypotheses], model=model, project_id=project.pk, trace=trace
+    # The search sends its full-text statement, then asks for the query vectors: they are embedded
+    # on this thread while Postgres runs that statement (no second thread to wake; DECISIONS.md,
+    # session 21).
+    embedding = _Once(
+        lambda: embed_queries([*queries, *trace.hypotheses], model=model, project_id=project.pk, trace=trace)
     )
     candidates = search(
         project,
         request,
         query=query,
         model=model,
-        vectors=embedding.result,
+        vectors=embedding,
         query_vectors=len(queries),
         deadline=started + budget_s,
         trace=trace,
     )
-    vectors = embedding.result()
+    vectors = embedding()
     scored = score(
         candidates,
         request=request,
@@ -250,15 +247,18 @@ def _run(project: Project, request: RetrieveRequest, trace: Trace, started: floa
     return build_result(ranked, chains, request=request, project=project, trace=trace)
 
 
-_pool: tuple[int, ThreadPoolExecutor] | None = None
+class _Once:
+    """A computation run on the first call; later calls return its result (the query vectors: the
+    search asks for them, then the scoring)."""
 
+    def __init__(self, compute: Callable[[], np.ndarray | None]) -> None:
+        self._compute: Callable[[], np.ndarray | None] | None = compute
+        self._value: np.ndarray | None = None
 
-def _query_embedder() -> ThreadPoolExecutor:
-    """This process's threads for query embeddings (made anew after a fork: threads do not survive it)."""
-    global _pool
-    if _pool is None or _pool[0] != os.getpid():
-        _pool = (os.getpid(), ThreadPoolExecutor(max_workers=QUERY_EMBED_THREADS, thread_name_prefix="query-embed"))
-    return _pool[1]
+    def __call__(self) -> np.ndarray | None:
+        if self._compute is not None:
+            self._value, self._compute = self._compute(), None
+        return self._value
 
 
 def conversation_text(request: RetrieveRequest) -> tuple[str, str, str]:

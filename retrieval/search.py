@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from django.db import connection, transaction
@@ -38,6 +38,8 @@ from retrieval import resident_vectors
 from retrieval.embedders import embedder_for_model
 from retrieval.memory_vectors import active_model
 from retrieval.vector_cache import embed_texts
+
+_T = TypeVar("_T")
 
 RRF_K = 60
 # Words capture writes into nearly every memory ("The user prefers…", "The team decided…").
@@ -338,14 +340,19 @@ def _settings_scope() -> Iterator[None]:
         transaction.set_rollback(True)
 
 
-def _with_settings(statement: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+def _with_settings(
+    statement: str, params: dict[str, Any], meanwhile: Callable[[], _T] | None = None
+) -> tuple[list[tuple[Any, ...]], _T | None]:
     """``statement``'s rows, run after SETTINGS_SQL in one round trip and one transaction, both as
     prepared statements (``memoryhub.prepared``: planned once per connection; the two statements'
-    planning was ~1.2 ms of Postgres CPU a search at 100k memories, DECISIONS.md session 17)."""
+    planning was ~1.2 ms of Postgres CPU a search at 100k memories, DECISIONS.md session 17), and
+    what ``meanwhile`` returned: it runs on this thread once both are sent, while Postgres executes
+    them (in pipeline mode the server runs what it has received before the rows are asked for)."""
     with prepared.cursor() as settings_cursor, prepared.cursor() as cursor, prepared.pipeline():
         settings_cursor.execute(_sent(SETTINGS_SQL), params)
         cursor.execute(_sent(statement), params)
-        return list(cursor.fetchall())
+        during = meanwhile() if meanwhile is not None else None
+        return list(cursor.fetchall()), during
 
 
 @cache
@@ -413,10 +420,10 @@ def hybrid_search(
     """Full text, then vectors and the fusion, each statement in one round trip with the search's
     settings (``_settings_scope``); candidates ordered by fused RRF score.
 
-    ``pending_vectors`` (the query vectors still being computed) is waited for only after the
-    full-text statement, which needs none: the engine embeds the query meanwhile (the engine on
-    LoCoMo obs: 17.9 -> 16.6 ms p50, the same candidates; DECISIONS.md "Speed against mem0"). Without it,
-    ``params.vectors`` are used (None: full text only).
+    ``pending_vectors`` computes the query vectors; it is called on this thread once the full-text
+    statement, which needs none, is sent, so the query is embedded while Postgres runs that
+    statement (DECISIONS.md, session 21: no thread to wake; a second thread had been the overlap
+    since "Speed against mem0"). Without it, ``params.vectors`` are used (None: full text only).
     """
     sql_params: dict[str, Any] = {
         "project": params.project_id,
@@ -437,8 +444,9 @@ def hybrid_search(
         "boilerplate": list(BOILERPLATE_LEXEMES),
     } | settings_params(timeout_ms)
     with _settings_scope(), connection.cursor() as cursor:
-        hits = _with_settings(KEYWORD_SQL, sql_params)
-        vectors = pending_vectors() if pending_vectors is not None else params.vectors
+        hits, vectors = _with_settings(KEYWORD_SQL, sql_params, meanwhile=pending_vectors)
+        if pending_vectors is None:
+            vectors = params.vectors
         if vectors is None:
             vectors = np.zeros((0, 1), dtype=np.float32)
         sql_params |= keyword_arrays(hits)
@@ -465,7 +473,7 @@ def hybrid_search(
         statement = fusion_sql(
             int(vectors.shape[1]), own_exact=own_exact, shared_exact=shared_exact, given=held is not None
         )
-        rows = _with_settings(statement, sql_params)
+        rows, _ = _with_settings(statement, sql_params)
     if held is not None and rows:
         # The candidates' cosines from the same copy: in Postgres, reading their ~100 vectors again
         # was about half of the fusion statement's time (DECISIONS.md, issue 12, session 18).

@@ -2,11 +2,14 @@
 
 Each of its statements goes after SETTINGS_SQL in one pipelined round trip (retrieval/search.py,
 memoryhub/prepared.py): outside a transaction the pipeline's implicit transaction ends them; inside
-one, a rolled-back savepoint does.
+one, a rolled-back savepoint does. The query vectors are computed while Postgres runs the full-text
+statement.
 """
 
 from __future__ import annotations
 
+import numpy as np
+import psycopg
 import pytest
 from django.db import DatabaseError, connection, transaction
 
@@ -15,7 +18,8 @@ from memories.models import Project
 from memoryhub import row_security
 from retrieval.embedders import get_embedder
 from retrieval.memory_vectors import active_model
-from retrieval.search import SearchParams, hybrid_search
+from retrieval.search import KEYWORD_SQL, SearchParams, hybrid_search
+from tests.support.celery_worker import database_url_for_tests, wait_until
 
 SESSION = ("statement_timeout", "hnsw.ef_search", "hnsw.iterative_scan")
 
@@ -100,3 +104,36 @@ def test_inside_a_transaction_a_failed_search_leaves_the_outer_transaction_to_it
             _search(project)
         monkeypatch.undo()
         assert _search(project)  # the savepoint was rolled back: the outer transaction goes on
+
+
+def test_the_query_vectors_are_computed_while_postgres_runs_the_full_text_statement(project, monkeypatch):
+    """The search sends its full-text statement, then asks for the query vectors, then reads the
+    statement's rows. Here the statement waits for a lock another connection holds, and only the
+    vectors' computation lets it go: a search that asked for them before sending or after reading
+    would find the lock still held (and the statement would time out)."""
+    memory_id = _memory(project)
+    query = "Who keeps bees?"
+    with psycopg.connect(database_url_for_tests(), autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(4242)")
+        # The real statement, which cannot finish before the lock is taken.
+        monkeypatch.setattr(
+            "retrieval.search.KEYWORD_SQL",
+            f"WITH lock AS MATERIALIZED (SELECT pg_advisory_xact_lock(4242)) SELECT k.* FROM lock, ({KEYWORD_SQL}) k",
+        )
+        waited: list[bool] = []
+
+        def lock_awaited() -> bool:
+            query = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            return holder.execute(query).fetchone() == (1,)
+
+        def vectors() -> np.ndarray:
+            waited.append(wait_until(lock_awaited, timeout=5, interval=0.01))
+            holder.execute("SELECT pg_advisory_unlock(4242)")
+            return get_embedder().embed([query])
+
+        params = SearchParams(
+            project_id=project.pk, user_id="alice", query=query, model=active_model(project), vectors=None
+        )
+        found = hybrid_search(params, timeout_ms=5000, pending_vectors=vectors).candidates
+    assert waited == [True]  # asked for once, while the full-text statement waited for the lock
+    assert [(c.memory_id, c.matched_by) for c in found] == [(memory_id, ["keyword", "vector"])]
