@@ -79,9 +79,14 @@ class _Writer:
 _writer: _Writer | None = None
 
 
-def defer(work: Callable[[], None]) -> None:
-    """Run ``work`` soon on the writer thread (at once inside a transaction or when the queue is full)."""
-    if connection.in_atomic_block:
+def defer(work: Callable[[], None], *, database: bool = True) -> None:
+    """Run ``work`` soon on the writer thread (at once inside a transaction or when the queue is full).
+
+    ``database=False``: work that never touches the database (the vector cache's Redis writes) is
+    queued inside a transaction too. Run at once there, it took a savepoint on the caller's
+    connection, in the middle of the search's pipelined full-text statement when the query vectors
+    were embedded (``retrieval.search.hybrid_search``)."""
+    if database and connection.in_atomic_block:
         _run(work)
         return
     try:

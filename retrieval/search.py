@@ -347,7 +347,8 @@ def _with_settings(
     prepared statements (``memoryhub.prepared``: planned once per connection; the two statements'
     planning was ~1.2 ms of Postgres CPU a search at 100k memories, DECISIONS.md session 17), and
     what ``meanwhile`` returned: it runs on this thread once both are sent, while Postgres executes
-    them (in pipeline mode the server runs what it has received before the rows are asked for)."""
+    them (in pipeline mode the server runs what it has received before the rows are asked for). It
+    must not use the connection, which is in the middle of the pipeline."""
     with prepared.cursor() as settings_cursor, prepared.cursor() as cursor, prepared.pipeline():
         settings_cursor.execute(_sent(SETTINGS_SQL), params)
         cursor.execute(_sent(statement), params)

@@ -63,7 +63,7 @@ def embed_texts(texts: Sequence[str], *, embedder: Embedder, store_later: bool =
         result[missing] = fresh
         new_keys = [keys[i] for i in missing]
         if store_later:
-            deferred.defer(lambda: _cache_store(new_keys, fresh))
+            deferred.defer(lambda: _cache_store(new_keys, fresh), database=False)
         else:
             _cache_store(new_keys, fresh)
     return result

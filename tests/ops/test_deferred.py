@@ -33,6 +33,13 @@ def test_inside_a_transaction_work_runs_at_once_on_the_callers_connection(db):
     assert names == [threading.current_thread().name]
 
 
+def test_inside_a_transaction_work_without_the_database_still_runs_on_the_writer_thread(db):
+    names, work = _thread_names()
+    deferred.defer(work, database=False)
+    assert deferred.flush(5)
+    assert names == ["deferred-writes"]
+
+
 def test_work_that_fails_is_logged_and_later_work_still_runs(caplog):
     names, work = _thread_names()
     with caplog.at_level(logging.ERROR):
