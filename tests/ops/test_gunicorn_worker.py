@@ -8,11 +8,16 @@ import signal
 import socket
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
+from gunicorn.config import Config
+from gunicorn.workers.gthread import TConn, ThreadWorker
 
 from evaluation.harness import Service
 from evaluation.process_cpu import descendants
+from memoryhub.gunicorn_worker import BalancedThreadWorker
 
 pytestmark = pytest.mark.slow
 
@@ -178,3 +183,65 @@ def test_kept_alive_connections_are_answered_back_to_back_idle_pipelined_and_bey
         assert done.count(503) == 120
         for client in [conn, *clients]:
             client.close()
+
+
+def _lingering_worker(pool: ThreadPoolExecutor) -> BalancedThreadWorker:
+    """A worker with what the linger reads of it: its request threads and whether it is alive."""
+    worker = BalancedThreadWorker.__new__(BalancedThreadWorker)
+    worker.tpool, worker.alive = pool, True
+    return worker
+
+
+def _kept_alive() -> tuple[TConn, socket.socket]:
+    """A connection as gthread holds it (its parser ready), and the client's end."""
+    server, client = socket.socketpair()
+    conn = TConn(Config(), server, ("127.0.0.1", 1), ("127.0.0.1", 2))
+    conn.init()
+    return conn, client
+
+
+REQUEST = b"GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+
+
+def test_a_request_thread_takes_the_next_request_when_it_is_there_and_no_other_waits():
+    """The linger's rule, on real sockets: the next request on the socket (or read ahead) is answered
+    by the same thread; nothing within LINGER_S, or another connection's request waiting for a
+    thread, sends the connection back to the poller."""
+    with ThreadPoolExecutor(1) as pool:
+        worker = _lingering_worker(pool)
+        conn, client = _kept_alive()
+        assert worker._next_request_soon(conn) is False  # idle: back to the poller
+        client.sendall(REQUEST)
+        assert worker._next_request_soon(conn) is True
+        release = threading.Event()
+        pool.submit(release.wait)  # the only thread is busy ...
+        pool.submit(lambda: None)  # ... and another connection's request waits for it
+        try:
+            assert worker._next_request_soon(conn) is False
+        finally:
+            release.set()
+        conn.sock.close()
+        client.close()
+
+
+def test_a_request_thread_answers_the_requests_that_follow_on_its_connection(monkeypatch):
+    """``handle`` answers every request already sent on the connection before handing it back
+    (gunicorn's own answers one; its answering is replaced here by reading one request)."""
+    answered: list[bytes] = []
+
+    def answer_one(self: Any, conn: TConn) -> bool:
+        data = b""
+        while not data.endswith(b"\r\n\r\n"):
+            data += conn.sock.recv(1)
+        answered.append(data)
+        return True  # kept alive
+
+    monkeypatch.setattr(ThreadWorker, "handle", answer_one)
+    with ThreadPoolExecutor(1) as pool:
+        worker = _lingering_worker(pool)
+        conn, client = _kept_alive()
+        client.sendall(REQUEST * 3)
+        assert worker.handle(conn) is True
+        assert answered == [REQUEST] * 3  # one thread, three requests, no hand-off between them
+        conn.sock.close()
+        client.close()
