@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from evaluation.process_cpu import descendants
 
@@ -31,7 +31,12 @@ class Service:
     ``listening`` (the port accepts connections: gunicorn's master is up)."""
 
     def __init__(
-        self, *, worker: bool = True, beat: bool = False, env: dict[str, str] | None = None, ready: str = "healthy"
+        self,
+        *,
+        worker: bool = True,
+        beat: bool = False,
+        env: dict[str, str] | None = None,
+        ready: Literal["healthy", "answering", "listening"] = "healthy",
     ) -> None:
         if ready not in ("healthy", "answering", "listening"):
             raise ValueError(f"unknown readiness {ready!r}")

@@ -8,6 +8,7 @@ packing. Every stage that errors or runs out of time is skipped and named in
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import time
@@ -205,7 +206,8 @@ def _run(project: Project, request: RetrieveRequest, trace: Trace, started: floa
     # The search sends its full-text statement, then asks for the query vectors: they are embedded
     # on this thread while Postgres runs that statement (no second thread to wake; DECISIONS.md,
     # session 21).
-    embedding = _Once(
+    # Computed once: the search asks for the vectors, then the scoring.
+    embedding = functools.cache(
         lambda: embed_queries([*queries, *trace.hypotheses], model=model, project_id=project.pk, trace=trace)
     )
     candidates = search(
@@ -245,20 +247,6 @@ def _run(project: Project, request: RetrieveRequest, trace: Trace, started: floa
     ranked = expand_graph(project, request, ranked, trace=trace)[: request.limit]
     chains = older_versions(project=project, memories=[m for m, _ in ranked], user_id=request.user_id)
     return build_result(ranked, chains, request=request, project=project, trace=trace)
-
-
-class _Once:
-    """A computation run on the first call; later calls return its result (the query vectors: the
-    search asks for them, then the scoring)."""
-
-    def __init__(self, compute: Callable[[], np.ndarray | None]) -> None:
-        self._compute: Callable[[], np.ndarray | None] | None = compute
-        self._value: np.ndarray | None = None
-
-    def __call__(self) -> np.ndarray | None:
-        if self._compute is not None:
-            self._value, self._compute = self._compute(), None
-        return self._value
 
 
 def conversation_text(request: RetrieveRequest) -> tuple[str, str, str]:
