@@ -30,7 +30,7 @@ from memoryhub.redis import redis_client
 from retrieval.embedders import embedder_for_model
 from retrieval.memory_vectors import active_model, store_vectors
 from retrieval.vector_cache import embed_texts
-from retrieval.vector_index import ensure_vector_index
+from retrieval.vector_index import ensure_needed_index
 
 BATCH = 256
 OLD_VECTORS_GRACE_SECONDS = 60
@@ -117,7 +117,7 @@ def _finish(project_id: int, model: str, total: int, started: float) -> dict[str
     dimension = Embedding.objects.filter(project_id=project_id, model=model).values_list("dimension", flat=True).first()
     if dimension:
         set_progress(project_id, model=model, status="indexing", done=total, total=total, started=started)
-        ensure_vector_index(model, dimension)
+        ensure_needed_index(model, dimension)
     previous = switch_model(project_id=project_id, model=model)
     embedded = Embedding.objects.filter(project_id=project_id, model=model).count()
     result = {"model": model, "previous": previous, "embedded": embedded, "seconds": round(time.time() - started, 2)}

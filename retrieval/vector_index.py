@@ -1,7 +1,15 @@
 """Per-model partial HNSW indexes on ``memories_embedding``: names, builds, progress.
 
 One expression index per embedding model, built ``CONCURRENTLY`` outside request paths (the
-sweeper and the re-embed job call :func:`ensure_vector_index`).
+sweeper and the re-embed job call :func:`ensure_needed_index`), and only once the model has a group
+the search walks: by the word statistics, more than ``retrieval.search.VECTOR_EXACT_MAX_ROWS``
+memories of one user, or of one project's shared ones (``reads_exactly``). A smaller group is read
+exactly (or from the web process's copy), never through the graph, and every vector stored into a
+graph costs Postgres an insert into it: loading the 5,882 LoCoMo turns, 227-246 memories/s with the
+index and 431 without it, the machine's CPU for the load 47.8 -> 24.6 s (DECISIONS.md, issue 12,
+session 22). Without its index, a search that walks a group reads it exactly through the table: the
+same rows, slower, until the sweeper's build (within a minute of the statistics passing the size)
+is done.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ from dataclasses import dataclass
 from django.db import connection
 
 from memories.models import Embedding, Project
+from retrieval import search
 from retrieval.embedders import LOCAL_MODEL_NAME
 from retrieval.memory_vectors import active_model
 
@@ -32,6 +41,46 @@ def index_name(model: str, dimension: int) -> str:
         return "embedding_hnsw_local_minilm"  # created by migrations memories/0003 and 0005
     digest = hashlib.sha256(f"{model}:{dimension}".encode()).hexdigest()[:12]
     return f"embedding_hnsw_{digest}"
+
+
+def index_sql(model: str, dimension: int, *, concurrently: bool) -> tuple[str, list[str]]:
+    """The statement that builds ``model``'s index (and its parameters)."""
+    how = "CONCURRENTLY " if concurrently else ""
+    return (
+        f"CREATE INDEX {how}IF NOT EXISTS {index_name(model, dimension)} ON memories_embedding "
+        f"USING hnsw ((vector::vector({int(dimension)})) vector_cosine_ops) WITH ({HNSW_BUILD}) WHERE model = %s",
+        [model],
+    )
+
+
+# Whether a search may walk one of a model's groups: as the search decides it (``reads_exactly``), by
+# the word statistics' count of a group's memories (a user's own, a project's shared ones), in a
+# project that has vectors of the model. The statistics table holds only groups of some size, so
+# this reads a few rows, not the vectors.
+_WALKED_GROUP_SQL = """
+SELECT EXISTS (
+    SELECT FROM retrieval_keywordstats ks
+    WHERE ks.rows > %(rows)s
+      AND EXISTS (SELECT FROM memories_embedding e WHERE e.model = %(model)s AND e.project_id = ks.project_id)
+)
+"""
+
+
+def vector_index_needed(model: str) -> bool:
+    """Whether a search may walk one of ``model``'s groups: the statistics count more than
+    VECTOR_EXACT_MAX_ROWS memories in one, in a project with vectors of ``model``."""
+    with connection.cursor() as cursor:
+        cursor.execute(_WALKED_GROUP_SQL, {"model": model, "rows": search.VECTOR_EXACT_MAX_ROWS})
+        row = cursor.fetchone()
+    return bool(row and row[0])
+
+
+def ensure_needed_index(model: str, dimension: int) -> bool:
+    """``model``'s index built (``ensure_vector_index``) when a search may walk one of its groups, and
+    only then; whether it is in place (a valid index is kept whatever the groups' sizes now)."""
+    if vector_index_state(index_name(model, dimension)) is True:
+        return True
+    return vector_index_needed(model) and ensure_vector_index(model, dimension)
 
 
 # pg_try_advisory_lock(namespace, hashtext(index name)): one build per index at a time.
@@ -92,12 +141,7 @@ def ensure_vector_index(model: str, dimension: int) -> bool:
             if state is not True:
                 started = time.monotonic()
                 log.info("building vector index %s for %s (%d dimensions)", name, model, dimension)
-                cursor.execute(
-                    f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON memories_embedding "
-                    f"USING hnsw ((vector::vector({int(dimension)})) vector_cosine_ops) WITH ({HNSW_BUILD}) "
-                    "WHERE model = %s",
-                    [model],
-                )
+                cursor.execute(*index_sql(model, dimension, concurrently=True))
                 log.info("built vector index %s in %.1f s", name, time.monotonic() - started)
         finally:
             cursor.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", [INDEX_LOCK_NAMESPACE, name])
@@ -119,7 +163,8 @@ def vector_index_builds() -> list[IndexBuild]:
 
 
 def ensure_active_indexes() -> None:
-    """Every project's active model has its HNSW index (the sweeper calls this).
+    """Every project's active model has its HNSW index once a search may walk one of its groups (the
+    sweeper calls this).
 
     Index DDL stays out of request paths: a request must not wait for a build.
     """
@@ -127,4 +172,4 @@ def ensure_active_indexes() -> None:
     for model in sorted(models):
         dimension = Embedding.objects.filter(model=model).values_list("dimension", flat=True).first()
         if dimension:
-            ensure_vector_index(model, dimension)
+            ensure_needed_index(model, dimension)

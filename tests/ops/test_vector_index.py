@@ -10,8 +10,19 @@ import pytest
 from django.db import connection
 
 from memories.models import Memory
+from retrieval.embedders import LOCAL_MODEL_NAME
 from retrieval.memory_vectors import store_vectors
-from retrieval.vector_index import ensure_vector_index, index_name, vector_index_builds, vector_index_state
+from retrieval.models import KeywordStats
+from retrieval.search import VECTOR_EXACT_MAX_ROWS
+from retrieval.vector_index import (
+    ensure_active_indexes,
+    ensure_needed_index,
+    ensure_vector_index,
+    index_name,
+    vector_index_builds,
+    vector_index_needed,
+    vector_index_state,
+)
 from tests.support.celery_worker import database_url_for_tests, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -41,6 +52,38 @@ def test_a_dropped_vector_index_is_built_again(vectors_of):
     with connection.cursor() as cursor:
         cursor.execute(f"DROP INDEX {name}")
     assert ensure_vector_index("ops-rebuild", 3) is True
+    assert vector_index_state(name) is True
+
+
+def test_a_new_database_has_no_graph_for_the_default_model():
+    # Migration 0016: no group is large enough to be walked, so no vector pays for a graph insert.
+    assert vector_index_state(index_name(LOCAL_MODEL_NAME, 384)) is None
+    assert not vector_index_needed(LOCAL_MODEL_NAME)
+
+
+def test_a_models_graph_is_built_once_the_search_may_walk_one_of_its_groups_and_then_kept(vectors_of, api):
+    # As the search decides it (reads_exactly): by the word statistics' count of a group's memories.
+    name = vectors_of("ops-walked")
+    KeywordStats.objects.create(project=api.project, owner="alice", rows=VECTOR_EXACT_MAX_ROWS)
+    assert ensure_needed_index("ops-walked", 3) is False  # read exactly
+    assert vector_index_state(name) is None
+    KeywordStats.objects.create(project=api.project, owner="", rows=VECTOR_EXACT_MAX_ROWS + 1)  # the shared group
+    assert vector_index_needed("ops-walked")
+    assert not vector_index_needed("ops-other-model")  # no vectors of it in that project
+    assert ensure_needed_index("ops-walked", 3) is True
+    assert vector_index_state(name) is True
+    KeywordStats.objects.all().delete()
+    assert ensure_needed_index("ops-walked", 3) is True  # built once, kept
+
+
+def test_the_sweeper_builds_the_active_models_graph_only_when_needed(vectors_of, api):
+    name = vectors_of("ops-active")
+    api.project.active_embedding_model = "ops-active"  # the only project's, so the sweeper's only model
+    api.project.save(update_fields=["active_embedding_model"])
+    ensure_active_indexes()
+    assert vector_index_state(name) is None
+    KeywordStats.objects.create(project=api.project, owner="alice", rows=VECTOR_EXACT_MAX_ROWS + 1)
+    ensure_active_indexes()
     assert vector_index_state(name) is True
 
 

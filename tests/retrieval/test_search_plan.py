@@ -30,6 +30,7 @@ from retrieval.search import (
     reads_exactly,
     search_settings,
 )
+from retrieval.vector_index import index_sql
 from tests.support.search import statements_containing, stored
 
 
@@ -195,6 +196,8 @@ def test_a_users_own_vectors_are_read_exactly_from_the_owner_index_alone(api):
 
 
 def test_a_group_larger_than_the_exact_size_is_walked_through_the_hnsw_index(api):
+    with connection.cursor() as cursor:  # as the sweeper builds it once a group is that large (vector_index)
+        cursor.execute(*index_sql("all-MiniLM-L6-v2", 384, concurrently=False))
     stored(api.project, "alice", ["Alice deploys."])
     plan = fusion_plan(api.project.pk, fusion_sql(384, own_exact=False, shared_exact=False), sort=False)
     assert plan.count("Index Scan using embedding_hnsw") == 2  # the user's own, the project's shared

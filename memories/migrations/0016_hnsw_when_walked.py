@@ -1,0 +1,46 @@
+"""Drop the default model's HNSW index while no group of its vectors is large enough to be walked.
+
+The search walks a group's graph only above ``retrieval.search.VECTOR_EXACT_MAX_ROWS`` vectors (a
+user's own, or a project's shared ones); a smaller group is read exactly. Kept for every group, the
+index cost each stored vector an insert into the graph: loading the 5,882 LoCoMo turns took the
+machine 47.8 s of CPU with it and 24.6 s without (227-246 -> 431 memories/s; DECISIONS.md, issue 12,
+session 22). From now on the sweeper builds a model's index when its first group passes the size
+(``retrieval.vector_index.ensure_needed_index``); a database that already has such a group keeps it.
+The size is frozen here, as a migration must be.
+"""
+
+from django.db import migrations
+
+INDEX = "embedding_hnsw_local_minilm"
+MODEL = "all-MiniLM-L6-v2"
+EXACT_MAX_ROWS = 20_000  # retrieval.search.VECTOR_EXACT_MAX_ROWS when this was written
+
+WALKED_GROUP = """
+SELECT EXISTS (SELECT FROM memories_embedding WHERE model = %(model)s
+               GROUP BY project_id, user_id HAVING count(*) > %(rows)s)
+    OR EXISTS (SELECT FROM memories_embedding WHERE model = %(model)s AND scope = 'project'
+               GROUP BY project_id HAVING count(*) > %(rows)s)
+"""
+
+
+def drop_unless_walked(apps, schema_editor):
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute(WALKED_GROUP, {"model": MODEL, "rows": EXACT_MAX_ROWS})
+        (walked,) = cursor.fetchone()
+        if not walked:
+            cursor.execute(f"DROP INDEX IF EXISTS {INDEX}")
+
+
+def build(apps, schema_editor):
+    """Back: the index as 0012 left it (built in the migration's transaction, not concurrently)."""
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE INDEX IF NOT EXISTS {INDEX} ON memories_embedding USING hnsw ((vector::vector(384)) "
+            f"vector_cosine_ops) WITH (m = 16, ef_construction = 128) WHERE model = '{MODEL}'"
+        )
+
+
+class Migration(migrations.Migration):
+    dependencies = [("memories", "0015_vector_groups")]
+
+    operations = [migrations.RunPython(drop_unless_walked, build)]
