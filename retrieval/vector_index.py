@@ -1,15 +1,15 @@
 """Per-model partial HNSW indexes on ``memories_embedding``: names, builds, progress.
 
-One expression index per embedding model, built ``CONCURRENTLY`` outside request paths (the
-sweeper and the re-embed job call :func:`ensure_needed_index`), and only once the model has a group
-the search walks: by the word statistics, more than ``retrieval.search.VECTOR_EXACT_MAX_ROWS``
-memories of one user, or of one project's shared ones (``reads_exactly``). A smaller group is read
-exactly (or from the web process's copy), never through the graph, and every vector stored into a
-graph costs Postgres an insert into it: loading the 5,882 LoCoMo turns, 227-246 memories/s with the
-index and 431 without it, the machine's CPU for the load 47.8 -> 24.6 s (DECISIONS.md, issue 12,
-session 22). Without its index, a search that walks a group reads it exactly through the table: the
-same rows, slower, until the sweeper's build (within a minute of the statistics passing the size)
-is done.
+One expression index per embedding model, built ``CONCURRENTLY`` outside request paths (by a task
+the sweeper queues, :func:`queue_needed_indexes`, and by the re-embed job's last step), and only
+once the model has a group the search walks: by the word statistics, more than
+``retrieval.search.VECTOR_EXACT_MAX_ROWS`` memories of one user, or of one project's shared ones
+(``reads_exactly``). A smaller group is read exactly (or from the web process's copy), never
+through the graph, and every vector stored into a graph costs Postgres an insert into it: loading
+the 5,882 LoCoMo turns, 227-246 memories/s with the index and 431 without it, the machine's CPU for
+the load 47.8 -> 24.6 s (DECISIONS.md, issue 12, session 22). Without its index, a search that walks
+a group reads it exactly through the table: the same rows, slower, until the build (queued within a
+minute of the statistics passing the size) is done.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from memories.models import Embedding, Project
 from retrieval import search
 from retrieval.embedders import LOCAL_MODEL_NAME
 from retrieval.memory_vectors import active_model
+from retrieval.queueing import queue_vector_index
 
 log = logging.getLogger(__name__)
 
@@ -162,14 +163,21 @@ def vector_index_builds() -> list[IndexBuild]:
     return [IndexBuild(name=name, phase=phase, done=int(done), total=int(total)) for name, phase, done, total in rows]
 
 
-def ensure_active_indexes() -> None:
-    """Every project's active model has its HNSW index once a search may walk one of its groups (the
-    sweeper calls this).
+def queue_needed_indexes() -> list[tuple[str, int]]:
+    """Queue a build of each project's active model's HNSW index that a search may walk and that is
+    not in place (the sweeper calls this every minute); the (model, dimension) pairs queued.
 
-    Index DDL stays out of request paths: a request must not wait for a build.
+    The build runs in a task of its own (``build_vector_index_task``), not in the sweeper: from
+    about 150k vectors it would outlast the sweeper's 60 s limit (100k vectors: 38 s), which would
+    cancel it half-built at every sweep. A second build queued while one runs finds its lock taken
+    and ends at once (``ensure_vector_index``). Index DDL stays out of request paths: a request must
+    not wait for a build.
     """
+    queued: list[tuple[str, int]] = []
     models = {active_model(project) for project in Project.objects.only("active_embedding_model")}
     for model in sorted(models):
         dimension = Embedding.objects.filter(model=model).values_list("dimension", flat=True).first()
-        if dimension:
-            ensure_needed_index(model, dimension)
+        if dimension and vector_index_state(index_name(model, dimension)) is not True and vector_index_needed(model):
+            queue_vector_index(model, dimension)
+            queued.append((model, dimension))
+    return queued

@@ -20,6 +20,7 @@ PUBLISHED_NAMES = {
     "capture.tasks.embed_messages_task",
     "capture.tasks.sweep_message_embeddings",
     "retrieval.tasks.refresh_keyword_stats_task",
+    "retrieval.tasks.build_vector_index_task",
 }
 
 

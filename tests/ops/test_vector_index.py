@@ -10,15 +10,17 @@ import pytest
 from django.db import connection
 
 from memories.models import Memory
+from retrieval import vector_index
 from retrieval.embedders import LOCAL_MODEL_NAME
 from retrieval.memory_vectors import store_vectors
 from retrieval.models import KeywordStats
 from retrieval.search import VECTOR_EXACT_MAX_ROWS
+from retrieval.tasks import build_vector_index_task, sweep_embeddings
 from retrieval.vector_index import (
-    ensure_active_indexes,
     ensure_needed_index,
     ensure_vector_index,
     index_name,
+    queue_needed_indexes,
     vector_index_builds,
     vector_index_needed,
     vector_index_state,
@@ -76,15 +78,21 @@ def test_a_models_graph_is_built_once_the_search_may_walk_one_of_its_groups_and_
     assert ensure_needed_index("ops-walked", 3) is True  # built once, kept
 
 
-def test_the_sweeper_builds_the_active_models_graph_only_when_needed(vectors_of, api):
+def test_the_sweeper_queues_the_active_models_build_only_when_needed_and_the_task_builds_it(
+    vectors_of, api, monkeypatch
+):
+    queued: list[tuple[str, int]] = []
+    monkeypatch.setattr(vector_index, "queue_vector_index", lambda model, dimension: queued.append((model, dimension)))
     name = vectors_of("ops-active")
     api.project.active_embedding_model = "ops-active"  # the only project's, so the sweeper's only model
     api.project.save(update_fields=["active_embedding_model"])
-    ensure_active_indexes()
-    assert vector_index_state(name) is None
+    assert sweep_embeddings() == 0 and queued == []
     KeywordStats.objects.create(project=api.project, owner="alice", rows=VECTOR_EXACT_MAX_ROWS + 1)
-    ensure_active_indexes()
+    assert sweep_embeddings() == 0 and queued == [("ops-active", 3)]
+    assert vector_index_state(name) is None  # not built by the sweeper itself: a build can outlast it
+    assert build_vector_index_task("ops-active", 3) is True
     assert vector_index_state(name) is True
+    assert queue_needed_indexes() == []  # in place: nothing more to queue
 
 
 def test_inserts_go_on_while_an_index_builds_and_the_build_reports_its_phase(vectors_of):
