@@ -120,9 +120,9 @@ def ensure_vector_index(model: str, dimension: int) -> bool:
     One expression index per model (``vector::vector(dim)``), so models of different dimensions
     coexist in one table during a switch. Built ``CONCURRENTLY``: inserts (inline embeds of API
     requests) go on while it builds. That cannot run inside a transaction; there nothing is
-    built (the sweeper builds it within a minute). A session-level advisory lock keeps one build
-    per index; with it held, an invalid index is what a killed build left behind: dropped and
-    built again. Progress: :func:`vector_index_builds`.
+    built (the sweeper queues its build within a minute, once it is needed). A session-level
+    advisory lock keeps one build per index; with it held, an invalid index is what a killed build
+    left behind: dropped and built again. Progress: :func:`vector_index_builds`.
     """
     name = index_name(model, dimension)
     if vector_index_state(name) is True:
