@@ -10,9 +10,13 @@ keeps it.
 The size is frozen here, as a migration must be.
 """
 
+import importlib
+
 from django.db import migrations
 
-INDEX = "embedding_hnsw_local_minilm"
+# 0005's frozen names and build statement, as 0012 uses them.
+_0005 = importlib.import_module("memories.migrations.0005_hnsw_build_parameters")
+INDEX = _0005.INDEX
 MODEL = "all-MiniLM-L6-v2"
 EXACT_MAX_ROWS = 20_000  # retrieval.search.VECTOR_EXACT_MAX_ROWS when this was written
 
@@ -29,19 +33,17 @@ def drop_unless_walked(apps, schema_editor):
         cursor.execute(WALKED_GROUP, {"model": MODEL, "rows": EXACT_MAX_ROWS})
         (walked,) = cursor.fetchone()
         if not walked:
-            cursor.execute(f"DROP INDEX IF EXISTS {INDEX}")
+            cursor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {INDEX}")
 
 
 def build(apps, schema_editor):
-    """Back: the index as 0012 left it (built in the migration's transaction, not concurrently)."""
+    """Back: the index as 0012 left it, built concurrently as 0005 and 0012 build it."""
     with schema_editor.connection.cursor() as cursor:
-        cursor.execute(
-            f"CREATE INDEX IF NOT EXISTS {INDEX} ON memories_embedding USING hnsw ((vector::vector(384)) "
-            f"vector_cosine_ops) WITH (m = 16, ef_construction = 128) WHERE model = '{MODEL}'"
-        )
+        cursor.execute(_0005.CREATE.format(name=INDEX, params="m = 16, ef_construction = 128"))
 
 
 class Migration(migrations.Migration):
+    atomic = False  # CONCURRENTLY, as 0005 and 0012: writers are not blocked
     dependencies = [("memories", "0015_vector_groups")]
 
     operations = [migrations.RunPython(drop_unless_walked, build)]

@@ -27,7 +27,7 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection, transaction
 
 from evaluation.harness import Service
@@ -152,7 +152,8 @@ def vector_recall(project: Project, queries: int = 200) -> dict[str, Any]:
     sweeper would never build the graph for them (``retrieval.vector_index``): it is built here, and
     the figures are the walk through it.
     """
-    ensure_vector_index(LOCAL_MODEL_NAME, 384)
+    if not ensure_vector_index(LOCAL_MODEL_NAME, 384):  # else the "walk" would be an exact scan
+        raise CommandError("the HNSW index could not be built now (another build holds its lock); run again")
     texts = questions(queries, seed=5)
     vectors = embed_texts(texts, embedder=embedder_for_model(LOCAL_MODEL_NAME))
     matches, own_matches, timings, exact_timings, own_timings = 0, 0, [], [], []
