@@ -37,7 +37,7 @@ from retrieval.memory_vectors import active_model
 from retrieval.models import RetrievalLog
 from retrieval.packing import PackItem, pack
 from retrieval.search import Candidate, SearchParams, hybrid_search
-from retrieval.vector_cache import cache_name, embed_texts
+from retrieval.vector_cache import cache_name, embed_texts, project_cache_name
 
 log = logging.getLogger(__name__)
 
@@ -321,7 +321,7 @@ class ProjectCache:
 
     @property
     def name(self) -> str:
-        return f"{cache_name(self.embedder)}@project:{self.project_id}"
+        return project_cache_name(cache_name(self.embedder), self.project_id)
 
     @property
     def dimension(self) -> int:

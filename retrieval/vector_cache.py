@@ -23,14 +23,32 @@ log = logging.getLogger(__name__)
 CACHE_TTL_SECONDS = 7 * 24 * 3600
 
 
+KEY_PREFIX = "memoryhub:emb:"
+
+
 def cache_key(model: str, text: str) -> str:
-    return f"memoryhub:emb:{model}:{hashlib.sha256(text.encode()).hexdigest()}"
+    return f"{KEY_PREFIX}{model}:{hashlib.sha256(text.encode()).hexdigest()}"
 
 
 def cache_name(embedder: Embedder) -> str:
     """The name an embedder's vectors are cached under: its model's, with the route when the model
     has more than one (``LocalEmbedder.cache_name``), so a float32 vector is not served for int8."""
     return str(getattr(embedder, "cache_name", embedder.name))
+
+
+def project_cache_name(name: str, project_id: int) -> str:
+    """The name a project's query vectors are cached under (``retrieval.engine.ProjectCache``)."""
+    return f"{name}@project:{project_id}"
+
+
+def forget_cached(name: str = "*") -> int:
+    """Drop the cached vectors of every cache name matching ``name`` (a Redis glob): the benches'
+    way to have each text embedded afresh. How many were dropped."""
+    client = redis_client()
+    dropped = 0
+    for key in client.scan_iter(f"{KEY_PREFIX}{name}:*", count=1000):
+        dropped += int(client.delete(key))
+    return dropped
 
 
 def cache_names(model: str) -> tuple[str, ...]:

@@ -10,7 +10,7 @@ import numpy as np
 from memoryhub import deferred
 from memoryhub.redis import redis_client
 from retrieval.embedders import INT8_ROUTE, LOCAL_MODEL_NAME, LocalEmbedder
-from retrieval.vector_cache import cache_key, cache_names, embed_texts
+from retrieval.vector_cache import cache_key, cache_names, embed_texts, forget_cached, project_cache_name
 
 
 def test_each_route_of_the_local_model_caches_its_own_vectors() -> None:
@@ -43,3 +43,16 @@ def test_a_query_vector_is_cached_after_it_is_returned() -> None:
     assert deferred.flush(10)
     assert redis_client().get(key) == vector[0].tobytes()
     redis_client().delete(key)
+
+
+def test_forgetting_a_projects_query_vectors_keeps_every_other_cached_vector() -> None:
+    text = f"Asked in two projects ({uuid.uuid4().hex})."
+    names = [project_cache_name(LOCAL_MODEL_NAME, 7), project_cache_name(LOCAL_MODEL_NAME, 70), LOCAL_MODEL_NAME]
+    keys = [cache_key(name, text) for name in names]
+    for key in keys:
+        redis_client().set(key, b"\0" * 16)
+
+    assert forget_cached(project_cache_name("*", 7)) >= 1
+
+    assert [bool(redis_client().exists(key)) for key in keys] == [False, True, True]
+    redis_client().delete(*keys)

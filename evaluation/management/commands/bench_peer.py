@@ -39,9 +39,9 @@ from evaluation.datasets import Dataset, load_locomo
 from evaluation.management.commands.eval_retrieval import clear_project, eval_project, eval_slug
 from memories import services
 from memories.models import Project
-from memoryhub.redis import redis_client
 from retrieval.embedders import LocalEmbedder, get_embedder
 from retrieval.engine import RetrieveRequest, retrieve
+from retrieval.vector_cache import forget_cached, project_cache_name
 
 VARIANTS = {
     "turns": ("locomo_corpus.jsonl", "locomo_retrieval.jsonl"),
@@ -104,7 +104,7 @@ class Command(BaseCommand):
 
 def measure_memoryhub(dataset: Dataset, *, log: Any) -> dict[str, Any]:
     """Load the corpus (timed, embedding included) and ask every case through the engine and the API."""
-    _forget_vectors("memoryhub:emb:*")  # nothing cached from an earlier run: memories and questions embed afresh
+    forget_cached()  # nothing cached from an earlier run: memories and questions embed afresh
     # The model loads before the clock starts, as the peer's does (Memory.from_config, untimed)
     # and as a web worker's does at start-up (gunicorn_conf).
     if isinstance(embedder := get_embedder(), LocalEmbedder):
@@ -164,13 +164,7 @@ def _ask(dataset: Dataset, back: dict[str, str], ask: Any, *, project: Project) 
 
 
 def _forget_query_vectors(project: Project) -> None:
-    _forget_vectors(f"memoryhub:emb:*@project:{project.pk}:*")
-
-
-def _forget_vectors(pattern: str) -> None:
-    client = redis_client()
-    for key in client.scan_iter(pattern, count=1000):
-        client.delete(key)
+    forget_cached(project_cache_name("*", project.pk))
 
 
 def _figures(group: dict[str, Any]) -> dict[str, Any]:

@@ -18,6 +18,7 @@ A home seeded with that corpus is seeded again.
 from __future__ import annotations
 
 import http.client
+import itertools
 import json
 import statistics
 import threading
@@ -41,7 +42,7 @@ from retrieval.embedders import LOCAL_MODEL_NAME, embedder_for_model
 from retrieval.keyword_stats import refresh_keyword_stats, settle_after_bulk_load
 from retrieval.models import KeywordStats
 from retrieval.search import HALF_SPARE, HNSW_EF_SEARCH, VECTOR_SPARE, reads_exactly, search_settings
-from retrieval.vector_cache import embed_texts
+from retrieval.vector_cache import embed_texts, forget_cached, project_cache_name
 from retrieval.vector_index import ensure_vector_index
 
 USERS = 10
@@ -56,6 +57,11 @@ class Command(BaseCommand):
         parser.add_argument("--concurrency", default="1,4")
         parser.add_argument("--no-hyde-stub", action="store_true")
         parser.add_argument("--recall-queries", type=int, default=200, help="queries for the vector recall check")
+        parser.add_argument(
+            "--tag-questions",
+            action="store_true",
+            help="append a random tag to each question, as this bench did until session 23 (to compare figures)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         project = seed(options["memories"], log=self.stderr.write)
@@ -99,6 +105,8 @@ class Command(BaseCommand):
                             hyde=name == "hyde_stub",
                             window=name == "window",
                             web_pids=descendants(server.processes["web"].pid),
+                            project_id=project.pk,
+                            tag=options["tag_questions"],
                         )
                         report["scenarios"].append({"scenario": name, **row})
                         self.stderr.write(f"{name} x{clients}: {row}")
@@ -298,16 +306,23 @@ def first_calls(port: int, key: str, *, calls: int = 8) -> list[float]:
     return latencies
 
 
-WARM_UP_REQUESTS = 300
+# Per connection, each user asked ten times: the worker that holds the connection reads its copy of
+# every user's vectors and lays out their int8 codes (at a group's tenth pick) before the clock starts.
+WARM_UP_REQUESTS = 4 * USERS * 10
 
 
 def warm_up(port: int, key: str, *, hyde: bool, window: bool = False) -> None:
-    """``WARM_UP_REQUESTS`` untimed retrieves from four connections, each user in turn: each gunicorn
-    worker reads its copy of each user's vectors (``retrieval.resident_vectors``, on a loader
-    thread: 100-300 ms a user) once, as a server does in its first minutes, not inside the
-    measured requests. ``first_calls`` reports what a fresh server answers."""
+    """``WARM_UP_REQUESTS`` untimed retrieves from four connections, each connection asking every
+    user in turn (``user_for``): each gunicorn worker reads its copy of each user's vectors
+    (``retrieval.resident_vectors``, on a loader thread: 100-300 ms a user) once, as a server does
+    in its first minutes, not inside the measured requests. ``first_calls`` reports what a fresh
+    server answers."""
     measure(port, key, clients=4, requests=WARM_UP_REQUESTS, hyde=hyde, window=window)
     time.sleep(1)  # a loader thread still reading a copy finishes before the clock starts
+
+
+# Each call of ``measure`` asks questions of its own (a seed no earlier call of this process used).
+_QUESTION_SEEDS = itertools.count(1000)
 
 
 def measure(
@@ -319,11 +334,19 @@ def measure(
     hyde: bool,
     window: bool = False,
     web_pids: list[int] | None = None,
+    project_id: int | None = None,
+    tag: bool = False,
 ) -> dict[str, Any]:
     """Latency and throughput of ``requests`` retrieves from ``clients`` connections (``window``: each
     question sent in a message window); with the web workers' ``web_pids``, also the CPU a request
-    cost them and the database backends."""
-    queries = questions(requests + 50, seed=99)
+    cost them and the database backends.
+
+    Every question is embedded afresh: no two requests ask the same one, and with ``project_id``
+    the project's cached query vectors are dropped before the clock starts (earlier runs on this
+    home asked some of them). ``tag`` appends a random tag to each question instead, as this bench
+    did until session 23: ~9 more tokens to embed and two more words to search (DECISIONS.md).
+    """
+    queries = questions(requests + 50, seed=next(_QUESTION_SEEDS))
     latencies: list[float] = []
     degraded: list[str] = []
     lock = threading.Lock()
@@ -331,16 +354,17 @@ def measure(
     for q in queries[:20]:  # warm every worker's model and connection
         _post(warm, key, q, hyde=hyde, user=0)
     warm.close()  # not left open beside the clients' connections
+    if project_id is not None:
+        time.sleep(0.5)  # the warm-up's deferred cache writes land first
+        forget_cached(project_cache_name("*", project_id))
 
     def worker(offset: int) -> None:
         conn = _client(port)
         for n in range(offset, requests, clients):
             started = time.perf_counter()
-            # A unique tag per request: a repeated query would get its vector from the embedding
-            # cache instead of the model.
-            query = f"{queries[50 + n]} (ref {uuid.uuid4().hex[:8]})"
+            query = f"{queries[50 + n]} (ref {uuid.uuid4().hex[:8]})" if tag else queries[50 + n]
             earlier = queries[n % 50] if window else None
-            stages = _post(conn, key, query, hyde=hyde, user=n % USERS, earlier=earlier)
+            stages = _post(conn, key, query, hyde=hyde, user=user_for(n, clients=clients), earlier=earlier)
             with lock:
                 latencies.append((time.perf_counter() - started) * 1000)
                 degraded.extend(stages)
@@ -367,6 +391,15 @@ def measure(
         "degraded": dict(Counter(degraded)),
         **cpu_row,
     }
+
+
+def user_for(n: int, *, clients: int) -> int:
+    """The user the ``n``-th request asks about when ``clients`` connections share the requests
+    (connection ``n % clients`` sends it): each connection asks every user in turn, and at any
+    moment the connections ask different users. Asking ``n % USERS`` instead, four connections
+    and ten users split into two that only ever asked the even users and two the odd ones, so a
+    worker could go into the clock without half of the users' vectors (DECISIONS.md, session 23)."""
+    return (n % clients + n // clients) % USERS
 
 
 def questions(count: int, *, seed: int) -> list[str]:
