@@ -148,32 +148,27 @@ class Codes:
         return int(3 * self.values.nbytes + self.scale.nbytes + self.l1.nbytes)
 
     def products(self, queries: np.ndarray) -> np.ndarray:
-        """The signed codes times ``queries`` (n, dim; int8) as int32, (rows, n): exact, whichever
-        way onnxruntime computes them. Counts the pick (``PACK_AFTER_PICKS``)."""
+        """The signed codes times ``queries`` (n, dim; int8) as int32, (rows, n): exact on every CPU
+        (``_int8_products``). Counts the pick (``PACK_AFTER_PICKS``)."""
+        shifted = queries.view(np.uint8) ^ np.uint8(0x80)  # q + 128, as the codes are stored
         session = self.packed.session
         if session is None:
             self.packed.picks += 1  # not atomic: a count off by one or two under threads does no harm
             if self.packed.picks >= PACK_AFTER_PICKS and not self.packed.requested:
                 self.packed.requested = True
                 process_loader().pack(self)
-            # (codes + 128) . q: subtract 128 * sum(q).
-            stored = _int8_products(self.values, np.ascontiguousarray(queries.T))
-            products: np.ndarray = stored - 128 * queries.astype(np.int32).sum(axis=1)
-            return products
-        # (q + 128) . codes: subtract 128 * each row's sum.
-        (shifted,) = session.run(None, {"queries": queries.view(np.uint8) ^ np.uint8(0x80)})
-        products = np.asarray(shifted).T - 128 * self.packed.row_sums[:, None]
-        return products
+            return _int8_products(self.values, np.ascontiguousarray(shifted.T))
+        (products,) = session.run(None, {"queries": shifted})
+        return np.asarray(products).T
 
     def pack(self) -> None:
         """Make the session ``products`` uses from now on (10,000 x 384: ~20 ms, a transposed copy
         and onnxruntime laying it out)."""
         if self.packed.session is not None:
             return
-        signed = np.ascontiguousarray((self.values ^ np.uint8(0x80)).view(np.int8).T)  # (dim, rows)
-        row_sums = signed.astype(np.int32).sum(axis=0)
-        self.packed.operand, self.packed.row_sums = signed, row_sums
-        self.packed.session = _packed_session(signed)
+        operand = np.ascontiguousarray(self.values.T)  # (dim, rows)
+        self.packed.operand = operand
+        self.packed.session = _packed_session(operand)
 
 
 @dataclass
@@ -185,7 +180,6 @@ class _Packed:
     session: Any = None
     # The transposed codes the session was given: onnxruntime does not own them, so they stay alive.
     operand: np.ndarray | None = None
-    row_sums: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
 
 
 @dataclass(frozen=True)
@@ -592,23 +586,30 @@ _products_session: tuple[int, Any] | None = None
 
 
 def _int8_products(values: np.ndarray, queries: np.ndarray) -> np.ndarray:
-    """``values`` (rows, dim; uint8) times ``queries`` (dim, n; int8) as int32, by onnxruntime's
-    ``MatMulInteger`` on one thread (numpy has no int8 product). The codes are its left operand,
-    which it reads as they are; the right one, the few query vectors, it lays out for its kernels on
-    every call, and those kernels are made for many columns, not one or two (10,000 x 384: ~1.3 ms
-    against ~0.2 ms with the codes laid out once, ``_packed_session``)."""
+    """``values - 128`` (rows, dim; uint8) times ``queries - 128`` (dim, n; uint8) as int32, by
+    onnxruntime's ``MatMulInteger`` on one thread (numpy has no int8 product). The codes are its left
+    operand, which it reads as they are; the right one, the few query vectors, it lays out for its
+    kernels on every call, and those kernels are made for many columns, not one or two (10,000 x
+    384: ~1.3 ms against ~0.2 ms with the codes laid out once, ``_packed_session``).
+
+    Both operands unsigned, each with its zero point (``_ZERO_POINTS``): onnxruntime's uint8 x int8
+    kernels for CPUs without VNNI (AVX2's ``vpmaddubsw``) add each pair of products into an int16 that
+    saturates, off by up to 84,189 for a 10,000-row group on such a CPU, which would break the
+    pick's bound; its uint8 x uint8 kernels widen first and are exact everywhere (DECISIONS.md, issue
+    12, session 23)."""
     global _products_session
     if _products_session is None or _products_session[0] != os.getpid():
         from onnx import TensorProto, helper
 
         graph = helper.make_graph(
-            [helper.make_node("MatMulInteger", ["codes", "queries"], ["products"])],
+            [helper.make_node("MatMulInteger", ["codes", "queries", *_ZERO_POINTS], ["products"])],
             "int8_products",
             [
                 helper.make_tensor_value_info("codes", TensorProto.UINT8, [None, None]),
-                helper.make_tensor_value_info("queries", TensorProto.INT8, [None, None]),
+                helper.make_tensor_value_info("queries", TensorProto.UINT8, [None, None]),
             ],
             [helper.make_tensor_value_info("products", TensorProto.INT32, [None, None])],
+            initializer=[_zero_point()],
         )
         _products_session = (os.getpid(), _session(graph))
     (products,) = _products_session[1].run(None, {"codes": values, "queries": queries})
@@ -616,25 +617,36 @@ def _int8_products(values: np.ndarray, queries: np.ndarray) -> np.ndarray:
 
 
 def _packed_session(operand: np.ndarray) -> Any:
-    """An onnxruntime session computing ``queries`` (n, dim; uint8) times ``operand`` (dim, rows;
-    int8), which it holds as a constant and lays out once for its int8 kernels. The operand is given
-    as an external initializer: no copy of it is written into the model."""
+    """An onnxruntime session computing ``queries - 128`` (n, dim; uint8) times ``operand - 128``
+    (dim, rows; uint8), which it holds as a constant and lays out once for its int8 kernels (both
+    unsigned: see ``_int8_products``). The operand is given as an external initializer: no copy of
+    it is written into the model."""
     import onnxruntime
     from onnx import TensorProto, helper
 
     dim, rows = operand.shape
-    constant = TensorProto(name="codes", data_type=TensorProto.INT8, dims=[dim, rows])
+    constant = TensorProto(name="codes", data_type=TensorProto.UINT8, dims=[dim, rows])
     constant.data_location = TensorProto.EXTERNAL
     for key, value in (("location", "codes"), ("offset", "0"), ("length", str(operand.nbytes))):
         constant.external_data.add(key=key, value=value)
     graph = helper.make_graph(
-        [helper.make_node("MatMulInteger", ["queries", "codes"], ["products"])],
+        [helper.make_node("MatMulInteger", ["queries", "codes", *_ZERO_POINTS], ["products"])],
         "packed_int8_products",
         [helper.make_tensor_value_info("queries", TensorProto.UINT8, [None, dim])],
         [helper.make_tensor_value_info("products", TensorProto.INT32, [None, rows])],
-        initializer=[constant],
+        initializer=[constant, _zero_point()],
     )
     return _session(graph, external={"codes": onnxruntime.OrtValue.ortvalue_from_numpy(operand)})
+
+
+# MatMulInteger's zero points for both operands: one scalar, 128 (a code or query value v is stored as v + 128).
+_ZERO_POINTS = ("zero_point", "zero_point")
+
+
+def _zero_point() -> Any:
+    from onnx import TensorProto, helper
+
+    return helper.make_tensor(_ZERO_POINTS[0], TensorProto.UINT8, [], [128])
 
 
 def _session(graph: Any, *, external: dict[str, Any] | None = None) -> Any:
