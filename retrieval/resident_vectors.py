@@ -148,8 +148,8 @@ class Codes:
         return int(3 * self.values.nbytes + self.scale.nbytes + self.l1.nbytes)
 
     def products(self, queries: np.ndarray) -> np.ndarray:
-        """The signed codes times ``queries`` (n, dim; int8) as int32, (rows, n): exact on every CPU
-        (``_int8_products``). Counts the pick (``PACK_AFTER_PICKS``)."""
+        """The signed codes times ``queries`` (n, dim; int8) as int32, (rows, n): no pair of
+        products saturates, whatever the CPU (``_int8_products``). Counts the pick (``PACK_AFTER_PICKS``)."""
         shifted = queries.view(np.uint8) ^ np.uint8(0x80)  # q + 128, as the codes are stored
         session = self.packed.session
         if session is None:
@@ -592,17 +592,18 @@ def _int8_products(values: np.ndarray, queries: np.ndarray) -> np.ndarray:
     kernels on every call, and those kernels are made for many columns, not one or two (10,000 x
     384: ~1.3 ms against ~0.2 ms with the codes laid out once, ``_packed_session``).
 
-    Both operands unsigned, each with its zero point (``_ZERO_POINTS``): onnxruntime's uint8 x int8
+    Both operands unsigned, each with its zero point of 128 (``_ZERO_POINT``): onnxruntime's uint8 x int8
     kernels for CPUs without VNNI (AVX2's ``vpmaddubsw``) add each pair of products into an int16 that
     saturates, off by up to 84,189 for a 10,000-row group on such a CPU, which would break the
-    pick's bound; its uint8 x uint8 kernels widen first and are exact everywhere (DECISIONS.md, issue
-    12, session 23)."""
+    pick's bound; its uint8 x uint8 kernels widen both to int16 first, so no pair can saturate
+    (DECISIONS.md, issue 12, session 23; ``test_packed_codes_give_the_products_the_unpacked_ones_give``
+    checks exactness on whatever CPU runs it)."""
     global _products_session
     if _products_session is None or _products_session[0] != os.getpid():
         from onnx import TensorProto, helper
 
         graph = helper.make_graph(
-            [helper.make_node("MatMulInteger", ["codes", "queries", *_ZERO_POINTS], ["products"])],
+            [helper.make_node("MatMulInteger", ["codes", "queries", _ZERO_POINT, _ZERO_POINT], ["products"])],
             "int8_products",
             [
                 helper.make_tensor_value_info("codes", TensorProto.UINT8, [None, None]),
@@ -630,7 +631,7 @@ def _packed_session(operand: np.ndarray) -> Any:
     for key, value in (("location", "codes"), ("offset", "0"), ("length", str(operand.nbytes))):
         constant.external_data.add(key=key, value=value)
     graph = helper.make_graph(
-        [helper.make_node("MatMulInteger", ["queries", "codes", *_ZERO_POINTS], ["products"])],
+        [helper.make_node("MatMulInteger", ["queries", "codes", _ZERO_POINT, _ZERO_POINT], ["products"])],
         "packed_int8_products",
         [helper.make_tensor_value_info("queries", TensorProto.UINT8, [None, dim])],
         [helper.make_tensor_value_info("products", TensorProto.INT32, [None, rows])],
@@ -639,14 +640,14 @@ def _packed_session(operand: np.ndarray) -> Any:
     return _session(graph, external={"codes": onnxruntime.OrtValue.ortvalue_from_numpy(operand)})
 
 
-# MatMulInteger's zero points for both operands: one scalar, 128 (a code or query value v is stored as v + 128).
-_ZERO_POINTS = ("zero_point", "zero_point")
+# MatMulInteger's zero point, one scalar for both operands: a code or query value v is stored as v + 128.
+_ZERO_POINT = "zero_point"
 
 
 def _zero_point() -> Any:
     from onnx import TensorProto, helper
 
-    return helper.make_tensor(_ZERO_POINTS[0], TensorProto.UINT8, [], [128])
+    return helper.make_tensor(_ZERO_POINT, TensorProto.UINT8, [], [128])
 
 
 def _session(graph: Any, *, external: dict[str, Any] | None = None) -> Any:
