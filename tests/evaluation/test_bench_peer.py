@@ -3,6 +3,7 @@ what it reports is measured (the peer itself runs only under `make bench`: torch
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -18,10 +19,20 @@ pytestmark = pytest.mark.skipif(not (BENCHMARKS / "locomo_session_corpus.jsonl")
 
 @pytest.mark.django_db(transaction=True)
 def test_bench_peer_times_the_engine_and_the_api_on_the_same_answers(tmp_path):
+    printed = io.StringIO()
     call_command(
-        "bench_peer", variant="session", bench_dir=str(BENCHMARKS), skip_peer=True, limit=12, out=str(tmp_path)
+        "bench_peer",
+        variant="session",
+        bench_dir=str(BENCHMARKS),
+        skip_peer=True,
+        limit=12,
+        out=str(tmp_path),
+        stdout=printed,
     )
     report = json.loads((tmp_path / "bench_peer-session.json").read_text())
+    # The figures name their machine, in the report and in the printed table.
+    assert report["machine"]["cpus"] >= 1 and "int8_flags" in report["machine"]
+    assert f"machine: {report['machine']['cpus']} CPUs, " in printed.getvalue()
     ours = report["memoryhub"]
     assert ours["engine"]["headline"] == ours["api"]["headline"]
     assert ours["engine"]["headline"]["n"] > 0 and ours["engine"]["headline"]["R@10"] > 0.5

@@ -34,6 +34,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from capture import services
 from capture.models import CaptureJob, JobStatus
+from evaluation import machine
 from evaluation.harness import Service
 from memories.models import Project
 from memories.services import api_key_create, project_get_or_create
@@ -63,7 +64,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         Project.objects.filter(slug=PROJECT).delete()
         project = project_get_or_create(slug=PROJECT)
-        report: dict[str, Any] = {}
+        report: dict[str, Any] = {"machine": machine.describe()}
         accepted: list[str] = []
         try:
             if not options["skip_worker"]:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -34,7 +33,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 from django.test import Client
 
-from evaluation import metrics
+from evaluation import machine, metrics
 from evaluation.datasets import Dataset, load_locomo
 from evaluation.management.commands.eval_retrieval import clear_project, eval_project, eval_slug
 from memories import services
@@ -74,7 +73,7 @@ class Command(BaseCommand):
             dataset.corpus = [item for item in dataset.corpus if item.user_id in users]
         peer = None if options["skip_peer"] else self._run_peer(options)
         ours = measure_memoryhub(dataset, log=self.stderr.write)
-        report = {"variant": options["variant"], "machine": machine(), "peer": peer, "memoryhub": ours}
+        report = {"variant": options["variant"], "machine": machine.describe(), "peer": peer, "memoryhub": ours}
         report["ratios"] = ratios(peer, ours) if peer else None
         out = Path(options["out"])
         out.mkdir(parents=True, exist_ok=True)
@@ -191,10 +190,6 @@ def ratios(peer: dict[str, Any], ours: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def machine() -> dict[str, Any]:
-    return {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()}
-
-
 def table(report: dict[str, Any]) -> str:
     """The side-by-side table (Markdown) and the ratios."""
     rows = ["| system | R@10 | NDCG@10 | p50 ms | p95 ms | add / s |", "|---|---|---|---|---|---|"]
@@ -215,6 +210,7 @@ def table(report: dict[str, Any]) -> str:
     lines = [
         f"LoCoMo {report['variant']}: {ours['memories_added']} memories, {ours['engine']['headline']['n']} "
         "questions (categories 1-4)",
+        f"machine: {machine.summary(report['machine'])}",
         *rows,
     ]
     if report["ratios"]:

@@ -31,6 +31,7 @@ import numpy as np
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection, transaction
 
+from evaluation import machine
 from evaluation.harness import Service
 from evaluation.process_cpu import CpuWindow, descendants
 from evaluation.synthetic import varied_memories
@@ -70,8 +71,10 @@ class Command(BaseCommand):
             "memories": project.memories.count(),
             "users": USERS,
             "warm_up_requests": WARM_UP_REQUESTS,
+            "machine": machine.describe(),
             "scenarios": [],
         }
+        self.stderr.write(f"machine: {machine.summary(report['machine'])}")
         report["vector_recall"] = vector_recall(project, queries=options["recall_queries"])
         self.stderr.write(f"vector stage vs exact search: {report['vector_recall']}")
         # "window": the question inside a three-message window, as an agent sends its conversation;
