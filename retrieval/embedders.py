@@ -27,6 +27,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from memoryhub import inflight
+from memoryhub.turns import waiting_elsewhere
 from retrieval import mpnet
 from retrieval.llm import describe_openai_error, openai_client
 
@@ -437,9 +438,10 @@ class OpenAIEmbedder:
         import openai
 
         try:
-            response = self._client().embeddings.create(
-                model=self.name, input=texts, encoding_format="float", timeout=self.timeout
-            )
+            with waiting_elsewhere():  # a retrieve's turn goes to the next one while the endpoint answers
+                response = self._client().embeddings.create(
+                    model=self.name, input=texts, encoding_format="float", timeout=self.timeout
+                )
         except (openai.OpenAIError, ValueError) as exc:
             # ValueError: the SDK lets a 200 with an unparseable JSON body escape as JSONDecodeError.
             raise EmbedderError(self._fail(describe_openai_error(exc, timeout=self.timeout))) from exc

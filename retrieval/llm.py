@@ -14,6 +14,8 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
+from memoryhub.turns import waiting_elsewhere
+
 if TYPE_CHECKING:
     from openai import OpenAI
     from openai.types.chat import ChatCompletionMessageParam
@@ -173,14 +175,16 @@ def _chat(
 
     extra: dict[str, Any] = {} if response_format is None else {"response_format": response_format}
     try:
-        response = client.chat.completions.create(
-            model=model_name,
-            messages=cast("list[ChatCompletionMessageParam]", request["messages"]),
-            max_tokens=request["max_tokens"],
-            temperature=request["temperature"],
-            timeout=timeout,
-            **extra,
-        )
+        # A wait on the network: a retrieve holding its worker's turn lets the next one run meanwhile.
+        with waiting_elsewhere():
+            response = client.chat.completions.create(
+                model=model_name,
+                messages=cast("list[ChatCompletionMessageParam]", request["messages"]),
+                max_tokens=request["max_tokens"],
+                temperature=request["temperature"],
+                timeout=timeout,
+                **extra,
+            )
     except (openai.OpenAIError, ValueError) as exc:
         # ValueError: the SDK lets a 200 with an unparseable JSON body escape as JSONDecodeError.
         message = f"LLM {model_name}: {describe_openai_error(exc, timeout=budget or timeout)}"
