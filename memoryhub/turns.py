@@ -19,10 +19,19 @@ Everything else (captures, the UI, the health check) runs beside them as before.
 What gives the turn away: a wait on something other than this machine's CPU. That is an LLM call
 (``retrieval.llm.complete``: HyDE, the judge) or a remote embedder's request. It runs in
 ``waiting_elsewhere()``: the next retrieve in line takes the turn, and the waiting one queues again
-after. Postgres and Redis round trips keep the turn. They are short when the database is on this
-machine. Hence ``MEMORYHUB_RETRIEVE_TURNS=auto`` (the default) takes turns only when the database
-is a Unix socket or a loopback address, as ``make run``'s embedded one is; ``on`` and ``off`` decide
-outright.
+after.
+
+When: ``MEMORYHUB_RETRIEVE_TURNS``. ``on`` and ``off`` decide outright. ``auto``, the default, takes
+turns only when a retrieve is all work on this machine, which is how ``make run`` serves by
+default:
+- the database is a Unix socket or a loopback address, because Postgres and Redis round trips keep
+  the turn, and across a network the worker would idle holding it;
+- no LLM is configured, so HyDE and the judge cannot run;
+- the embedder is local.
+With HyDE answering from a loopback LLM after 100 ms, turns made 8 clients slower: p50 170 → 200 ms,
+throughput 46 → 39 requests/s. A retrieve then does its CPU work in two parts and embeds four texts,
+and while one request's embedding runs outside the GIL, another's Python no longer runs beside it.
+At 4 clients it was the same either way (DECISIONS.md, session 24).
 """
 
 from __future__ import annotations
@@ -129,12 +138,16 @@ def waiting_elsewhere() -> Any:
 
 
 def enabled() -> bool:
-    """Whether retrieves take turns: ``MEMORYHUB_RETRIEVE_TURNS``, where ``auto`` means a database on
-    this machine."""
+    """Whether retrieves take turns: ``MEMORYHUB_RETRIEVE_TURNS``, where ``auto`` means a retrieve is all
+    work on this machine (its database here, no LLM, a local embedder)."""
     mode = str(getattr(settings, "MEMORYHUB_RETRIEVE_TURNS", "auto"))
     if mode in ("on", "off"):
         return mode == "on"
-    return database_is_local(str(settings.DATABASES["default"].get("HOST") or ""))
+    # An LLM configured, as retrieval.llm.llm_configured reads it (a layer above this one).
+    llm = bool(getattr(settings, "MEMORYHUB_LLM_BASE_URL", "") or getattr(settings, "OPENAI_API_KEY", ""))
+    local_embedder = str(getattr(settings, "MEMORYHUB_EMBEDDER", "local")).startswith("local")
+    database = str(settings.DATABASES["default"].get("HOST") or "")
+    return database_is_local(database) and not llm and local_embedder
 
 
 def database_is_local(host: str) -> bool:

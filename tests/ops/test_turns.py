@@ -233,15 +233,23 @@ def test_auto_takes_turns_only_with_the_database_on_this_machine(host: str, loca
     assert turns.database_is_local(host) is local
 
 
-def test_the_setting_decides_and_auto_follows_the_database(settings: Any) -> None:
+def test_the_setting_decides_and_auto_wants_a_retrieve_to_be_all_work_on_this_machine(settings: Any) -> None:
     settings.MEMORYHUB_RETRIEVE_TURNS = "off"
     assert not turns.enabled()
     settings.MEMORYHUB_RETRIEVE_TURNS = "on"
+    settings.OPENAI_API_KEY = "sk-test"
     assert turns.enabled()
     settings.MEMORYHUB_RETRIEVE_TURNS = "auto"
-    host = str(settings.DATABASES["default"].get("HOST") or "")
-    assert turns.enabled() is turns.database_is_local(host)
+    assert not turns.enabled()  # an LLM is configured: HyDE may run
+    settings.OPENAI_API_KEY, settings.MEMORYHUB_LLM_BASE_URL = "", "http://127.0.0.1:9/v1"
+    assert not turns.enabled()
+    settings.MEMORYHUB_LLM_BASE_URL = ""
+    settings.MEMORYHUB_EMBEDDER = "openai"
+    assert not turns.enabled()  # a remote embedder
+    settings.MEMORYHUB_EMBEDDER = "local-mpnet"
     assert turns.enabled()  # the suite's database is the embedded one, on a Unix socket
+    host = str(settings.DATABASES["default"].get("HOST") or "")
+    assert turns.database_is_local(host)
 
 
 def handed_over_while(wait: Callable[[], object], line: Turns) -> list[str]:
