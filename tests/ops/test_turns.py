@@ -44,6 +44,36 @@ def joined(*threads: threading.Thread) -> None:
         assert not thread.is_alive(), "a thread is stuck"
 
 
+class Overlap:
+    """The most threads inside ``run`` at once."""
+
+    def __init__(self) -> None:
+        self.most = 0
+        self._inside = 0
+        self._guard = threading.Lock()
+
+    def run(self, seconds: float) -> None:
+        with self._guard:
+            self._inside += 1
+            self.most = max(self.most, self._inside)
+        time.sleep(seconds)
+        with self._guard:
+            self._inside -= 1
+
+
+def holder_and_one_in_line(
+    line: Turns, holder: Callable[[], None], other: Callable[[], None], queued: threading.Event
+) -> None:
+    """Runs ``holder``, which takes a turn and then waits for ``queued``; once it holds the turn,
+    ``other``, which asks for one; sets ``queued`` when ``other`` is in line, and waits for both."""
+    one = started(holder)
+    until(lambda: line._holder is not None)
+    two = started(other)
+    until(lambda: line.waiting() == 1)
+    queued.set()
+    joined(one, two)
+
+
 def test_turns_are_taken_in_the_order_they_were_asked_for() -> None:
     line = Turns()
     order: list[int] = []
@@ -73,25 +103,19 @@ def test_turns_are_taken_in_the_order_they_were_asked_for() -> None:
 
 def test_one_turn_at_a_time_and_an_error_hands_it_on() -> None:
     line = Turns()
-    active, most = [0], [0]
-    guard = threading.Lock()
+    overlap = Overlap()
 
     def run(fail: bool) -> None:
         try:
             with line.turn():
-                with guard:
-                    active[0] += 1
-                    most[0] = max(most[0], active[0])
-                time.sleep(0.01)
-                with guard:
-                    active[0] -= 1
+                overlap.run(0.01)
                 if fail:
                     raise RuntimeError("the request failed")
         except RuntimeError:
             pass
 
     joined(*[started(lambda fail=n % 2 == 0: run(fail)) for n in range(6)])  # type: ignore[misc]
-    assert most == [1]
+    assert overlap.most == 1
     assert line._holder is None and line.waiting() == 0
 
 
@@ -130,12 +154,7 @@ def test_a_holder_waiting_elsewhere_lets_the_next_in_line_take_the_turn_then_que
             time.sleep(0.05)  # the first's wait ended meanwhile: it must still wait for this turn
             events.append("second is done")
 
-    one = started(first)
-    until(lambda: line._holder is not None)
-    two = started(second)
-    until(lambda: line.waiting() == 1)
-    second_queued.set()
-    joined(one, two)
+    holder_and_one_in_line(line, first, second, second_queued)
     assert events == [
         "first waits elsewhere",
         "second has the turn",
@@ -172,23 +191,17 @@ def fresh_turns(monkeypatch: pytest.MonkeyPatch) -> Turns:
 
 def concurrency_of(path: str, *, mode: str, settings: Any) -> int:
     """How many of three requests to ``path`` the middleware lets answer at once."""
-    most, active = [0], [0]
-    guard = threading.Lock()
+    overlap = Overlap()
 
     def answer(request: HttpRequest) -> HttpResponse:
-        with guard:
-            active[0] += 1
-            most[0] = max(most[0], active[0])
-        time.sleep(0.05)
-        with guard:
-            active[0] -= 1
+        overlap.run(0.05)
         return HttpResponse()
 
     settings.MEMORYHUB_RETRIEVE_TURNS = mode
     middleware = TurnsMiddleware(answer)
     requests = [RequestFactory().post(path, data="{}", content_type="application/json") for _ in range(3)]
     joined(*[started(lambda r=r: middleware(r)) for r in requests])  # type: ignore[misc]
-    return most[0]
+    return overlap.most
 
 
 def test_only_the_retrieve_endpoints_take_turns(settings: Any, fresh_turns: Turns) -> None:
@@ -267,12 +280,7 @@ def handed_over_while(wait: Callable[[], object], line: Turns) -> list[str]:
         with line.turn():
             events.append("another retrieve had the turn")
 
-    one = started(holder)
-    until(lambda: line._holder is not None)
-    two = started(other)
-    until(lambda: line.waiting() == 1)
-    other_queued.set()
-    joined(one, two)
+    holder_and_one_in_line(line, holder, other, other_queued)
     return events
 
 
