@@ -314,7 +314,7 @@ MEMORYHUB_RETRIEVE_TURNS = env.choice(
     "MEMORYHUB_RETRIEVE_TURNS",
     "auto",
     ("auto", "on", "off"),
-    "retrieves take turns per web worker (auto: database on this machine, no LLM, local embedder)",
+    "retrieves take turns per web worker (auto: database and Redis here, no LLM, local embedder)",
 )
 MEMORYHUB_KEYWORD_ROW_BUDGET = env.integer(
     "MEMORYHUB_KEYWORD_ROW_BUDGET", 1000, "rarest words first, up to about this many matches (0: no limit)", minimum=0

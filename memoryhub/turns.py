@@ -24,7 +24,7 @@ after.
 When: ``MEMORYHUB_RETRIEVE_TURNS``. ``on`` and ``off`` decide outright. ``auto``, the default, takes
 turns only when a retrieve is all work on this machine, which is how ``make run`` serves by
 default:
-- the database is a Unix socket or a loopback address, because Postgres and Redis round trips keep
+- the database and Redis are Unix sockets or loopback addresses, because their round trips keep
   the turn, and across a network the worker would idle holding it;
 - no LLM is configured, so HyDE and the judge cannot run;
 - the embedder is local.
@@ -44,6 +44,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
@@ -139,7 +140,7 @@ def waiting_elsewhere() -> Any:
 
 def enabled() -> bool:
     """Whether retrieves take turns: ``MEMORYHUB_RETRIEVE_TURNS``, where ``auto`` means a retrieve is all
-    work on this machine (its database here, no LLM, a local embedder)."""
+    work on this machine (its database and Redis here, no LLM, a local embedder)."""
     mode = str(getattr(settings, "MEMORYHUB_RETRIEVE_TURNS", "auto"))
     if mode in ("on", "off"):
         return mode == "on"
@@ -147,11 +148,13 @@ def enabled() -> bool:
     llm = bool(getattr(settings, "MEMORYHUB_LLM_BASE_URL", "") or getattr(settings, "OPENAI_API_KEY", ""))
     local_embedder = str(getattr(settings, "MEMORYHUB_EMBEDDER", "local")).startswith("local")
     database = str(settings.DATABASES["default"].get("HOST") or "")
-    return database_is_local(database) and not llm and local_embedder
+    redis = urlsplit(str(getattr(settings, "REDIS_URL", ""))).hostname or ""  # none for a unix:// socket
+    return database_is_local(database) and database_is_local(redis) and not llm and local_embedder
 
 
 def database_is_local(host: str) -> bool:
-    """A Unix socket (libpq's default when no host is named) or a loopback address."""
+    """A Unix socket (libpq's default when no host is named; no host in a ``unix://`` URL) or a
+    loopback address."""
     if not host or host.startswith("/") or host == "localhost":
         return True
     try:

@@ -260,7 +260,11 @@ def test_the_setting_decides_and_auto_wants_a_retrieve_to_be_all_work_on_this_ma
     settings.MEMORYHUB_EMBEDDER = "openai"
     assert not turns.enabled()  # a remote embedder
     settings.MEMORYHUB_EMBEDDER = "local-mpnet"
-    assert turns.enabled()  # the suite's database is the embedded one, on a Unix socket
+    assert turns.enabled()  # the suite's database and Redis are the embedded ones, on Unix sockets
+    settings.REDIS_URL = "redis://cache.internal:6379/0"
+    assert not turns.enabled()  # Redis across a network
+    settings.REDIS_URL = "redis://127.0.0.1:6379/0"
+    assert turns.enabled()
     host = str(settings.DATABASES["default"].get("HOST") or "")
     assert turns.database_is_local(host)
 
