@@ -149,10 +149,10 @@ def enabled() -> bool:
     local_embedder = str(getattr(settings, "MEMORYHUB_EMBEDDER", "local")).startswith("local")
     database = str(settings.DATABASES["default"].get("HOST") or "")
     redis = urlsplit(str(getattr(settings, "REDIS_URL", ""))).hostname or ""  # none for a unix:// socket
-    return database_is_local(database) and database_is_local(redis) and not llm and local_embedder
+    return host_is_local(database) and host_is_local(redis) and not llm and local_embedder
 
 
-def database_is_local(host: str) -> bool:
+def host_is_local(host: str) -> bool:
     """A Unix socket (libpq's default when no host is named; no host in a ``unix://`` URL) or a
     loopback address."""
     if not host or host.startswith("/") or host == "localhost":

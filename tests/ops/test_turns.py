@@ -243,7 +243,7 @@ def test_the_middleware_comes_first_so_waiting_requests_are_not_counted_as_answe
     ],
 )
 def test_auto_takes_turns_only_with_the_database_on_this_machine(host: str, local: bool) -> None:
-    assert turns.database_is_local(host) is local
+    assert turns.host_is_local(host) is local
 
 
 def test_the_setting_decides_and_auto_wants_a_retrieve_to_be_all_work_on_this_machine(settings: Any) -> None:
@@ -266,7 +266,7 @@ def test_the_setting_decides_and_auto_wants_a_retrieve_to_be_all_work_on_this_ma
     settings.REDIS_URL = "redis://127.0.0.1:6379/0"
     assert turns.enabled()
     host = str(settings.DATABASES["default"].get("HOST") or "")
-    assert turns.database_is_local(host)
+    assert turns.host_is_local(host)
 
 
 def handed_over_while(wait: Callable[[], object], line: Turns) -> list[str]:
