@@ -171,6 +171,17 @@ def database_settings(url: str) -> dict[str, object]:
     return config
 
 
+def llm_configured() -> bool:
+    """True when an LLM endpoint or API key is configured (otherwise capture and HyDE fall back),
+    read at call time (False without Django settings). Here, below the apps, so that
+    ``memoryhub.turns`` asks the same question as ``retrieval.llm.llm_configured``."""
+    from django.conf import settings
+
+    if not settings.configured:
+        return False
+    return bool(getattr(settings, "MEMORYHUB_LLM_BASE_URL", None) or getattr(settings, "OPENAI_API_KEY", None))
+
+
 def load_settings() -> None:
     """Read and check the configuration now (entry points call this first): on a problem,
     print it and exit with status 2 instead of a traceback."""

@@ -9,8 +9,8 @@ session 24), fourteen rounds of 600 requests each way, alternating (medians of t
 - p95 44.15 → 41.7 ms;
 - p99 50.0 → 46.55 ms;
 - p50 and throughput the same within the noise (31.55 → 31.95 ms; 122.7 → 120.7 requests/s).
-One thread per worker did as well, but then a request waiting on anything would hold its whole
-worker.
+One thread per worker gained about as much in an earlier run of rounds (p95 median 38.5 against
+42.3), but then a request waiting on anything would hold its whole worker.
 
 What takes turns: the retrieve endpoints (``TURN_PATHS``), from before authentication to the
 response. Their bodies are read before they queue, so a slow client does not hold the turn.
@@ -49,6 +49,8 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponseBase
+
+from memoryhub.config import llm_configured
 
 TURN_PATHS = frozenset({"/api/v1/retrieve", "/api/v1/tools/query_memory"})
 
@@ -144,12 +146,10 @@ def enabled() -> bool:
     mode = str(getattr(settings, "MEMORYHUB_RETRIEVE_TURNS", "auto"))
     if mode in ("on", "off"):
         return mode == "on"
-    # An LLM configured, as retrieval.llm.llm_configured reads it (a layer above this one).
-    llm = bool(getattr(settings, "MEMORYHUB_LLM_BASE_URL", "") or getattr(settings, "OPENAI_API_KEY", ""))
     local_embedder = str(getattr(settings, "MEMORYHUB_EMBEDDER", "local")).startswith("local")
     database = str(settings.DATABASES["default"].get("HOST") or "")
     redis = urlsplit(str(getattr(settings, "REDIS_URL", ""))).hostname or ""  # none for a unix:// socket
-    return host_is_local(database) and host_is_local(redis) and not llm and local_embedder
+    return host_is_local(database) and host_is_local(redis) and not llm_configured() and local_embedder
 
 
 def host_is_local(host: str) -> bool:

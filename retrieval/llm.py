@@ -14,6 +14,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
+from memoryhub import config
 from memoryhub.turns import waiting_elsewhere
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ def setting(name: str, default: Any = None) -> Any:
 
 def llm_configured() -> bool:
     """True when an LLM endpoint or API key is configured (otherwise capture and HyDE fall back)."""
-    return bool(setting("MEMORYHUB_LLM_BASE_URL") or setting("OPENAI_API_KEY"))
+    return config.llm_configured()
 
 
 def openai_client(*, base_url: str | None, api_key: str | None) -> OpenAI:
