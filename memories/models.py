@@ -332,6 +332,67 @@ class VectorGroup(models.Model):
         return f"{self.project_id}/{self.model}/{self.owner or '(shared)'}: {self.generation}"
 
 
+class MemoryTerm(models.Model):
+    """One word of a memory's full-text vector (``Memory.search``), as the full-text search reads it
+    (``retrieval.search.KEYWORD_SQL``): the memory's visibility copied beside it, and the word's
+    share of ``ts_rank`` precomputed.
+
+    Postgres keeps it: triggers on ``memories_memory`` (migration ``0017``) write a memory's words
+    when it is inserted, write them again when its content or any column a search filters on
+    changes, and remove them with it, in the writing transaction. Nothing else writes here.
+
+    Why: the search ranks the memories containing any of a question's rarer words. Through the GIN
+    index that meant reading each such memory's row from the wide memory table (~500 rows in ~500
+    heap blocks at 100k memories, a user's rows being spread over the table) and ranking each
+    tsvector; here the same words are a few adjacent index entries, read without the table
+    (DECISIONS.md, issue 12, session 25).
+
+    ``weight`` is the word's term in ``ts_rank``'s sum for a memory (default weights, no
+    normalisation, every position of weight D as ``to_tsvector`` gives): a function of how many
+    positions the word has; ``ts_rank`` is the sum of the query words' weights divided by the
+    number of query words.
+    """
+
+    pk = models.CompositePrimaryKey("memory_id", "lexeme")
+    # Kept by triggers, so neither key is a constraint; the primary key serves lookups by memory and
+    # the indexes below those by project.
+    memory = models.ForeignKey(
+        Memory, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+"
+    )
+    lexeme = models.TextField()
+    project = models.ForeignKey(
+        Project, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+"
+    )
+    user_id = models.CharField(max_length=255)
+    scope = models.CharField(max_length=10, choices=Scope.choices)
+    status = models.CharField(max_length=20, choices=Status.choices)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    category = models.CharField(max_length=100, blank=True)
+    expires_at = models.DateTimeField(null=True)
+    weight = models.FloatField()
+
+    class Meta:
+        indexes = [
+            # A user's own memories containing a word, with all the search reads of them: an
+            # index-only scan.
+            models.Index(
+                fields=["project", "user_id", "lexeme"],
+                include=["memory", "weight", "scope", "status", "expires_at", "kind", "category"],
+                name="memoryterm_user_lexeme",
+            ),
+            # The project's shared memories containing a word.
+            models.Index(
+                fields=["project", "lexeme"],
+                include=["memory", "user_id", "weight", "status", "expires_at", "kind", "category"],
+                condition=Q(scope="project"),
+                name="memoryterm_shared_lexeme",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.memory_id}: {self.lexeme}"
+
+
 class Conversation(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="conversations")

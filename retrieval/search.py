@@ -76,6 +76,31 @@ _VISIBLE = """
     AND (%(categories)s::text[] IS NULL OR m.category = ANY(%(categories)s::text[]))
 """
 
+# The same rule on a memory's words' rows (memories_memoryterm, "t"), which copy its visibility.
+_TERM_VISIBLE = """
+    t.status = ANY(%(statuses)s)
+    AND (t.expires_at IS NULL OR t.expires_at > now())
+    AND (%(kinds)s::text[] IS NULL OR t.kind = ANY(%(kinds)s::text[]))
+    AND (%(categories)s::text[] IS NULL OR t.category = ANY(%(categories)s::text[]))
+"""
+
+# Words of a hit whose terms KEYWORD_SQL adds inline (more go through memories_rank_sum).
+RANK_INLINE = 8
+
+
+def _running_sum(terms: int) -> str:
+    """ts_rank's sum of the word terms in the array "w", in tsrank.c's order, up to ``terms`` of
+    them, as one expression: each step in double precision, rounded to single (a missing term adds
+    0, which rounds to the sum itself). A few casts a hit; an aggregate of SQL steps cost ~1 us a
+    word (DECISIONS.md, session 25)."""
+    total = "w[1]::real"
+    for term in range(2, terms + 1):
+        total = f"({total}::float8 + coalesce(w[{term}], 0))::real"
+    return total
+
+
+_RANK_INLINE = _running_sum(RANK_INLINE)
+
 KEYWORD_SQL = f"""
 WITH query_lexemes AS (
     SELECT tsvector_to_array(to_tsvector('english', %(query)s)) AS lexemes
@@ -116,29 +141,47 @@ searched AS (
            ) AS searched
     FROM lexeme_share
 ),
-keyword_query AS (
-    -- OR of the query's lexemes: websearch/plainto would AND them, and a question
-    -- rarely shares every word with the memory that answers it. A scalar subquery, so the
-    -- tsquery is built once: as a plain expression the planner inlined it into the scan, which
-    -- parsed it again for every matching row, in the filter and in ts_rank (DECISIONS.md).
-    SELECT (SELECT NULLIF(array_to_string(ARRAY(
-        SELECT quote_literal(lexeme) FROM searched WHERE searched ORDER BY lexeme
-    ), ' | '), '')::tsquery) AS q
+-- The memories the caller can see that contain a searched word, from the words' rows
+-- (memories_memoryterm: each memory's words with its visibility beside them, kept by triggers): a
+-- user's own memories, then the project's shared ones of other users, each arm an index-only scan.
+-- The memory table is not read: through the GIN index its ~500 matching rows lay in as many heap
+-- blocks (DECISIONS.md, issue 12, session 25).
+term_hits AS (
+    SELECT t.memory_id AS id, t.lexeme, t.weight
+    FROM searched s JOIN memories_memoryterm t ON t.lexeme = s.lexeme
+    WHERE s.searched AND t.project_id = %(project)s AND t.user_id = %(user)s AND {_TERM_VISIBLE}
+    UNION ALL
+    SELECT t.memory_id, t.lexeme, t.weight
+    FROM searched s JOIN memories_memoryterm t ON t.lexeme = s.lexeme
+    WHERE s.searched AND t.project_id = %(project)s AND t.scope = 'project' AND t.user_id <> %(user)s
+      AND {_TERM_VISIBLE}
 ),
--- ts_rank, not ts_rank_cd: on an OR query cover density costs ~2x more per matching row
--- and ranked worse on LoCoMo (DECISIONS.md). Ties share a rank (here and for vectors):
--- breaking them by id, a random UUID, made fused scores differ from one load to the next.
+-- ts_rank of an OR of the searched words (default weights, no normalisation), to the last bit: the
+-- words' terms (memories_term_weight) added as tsrank.c adds them, in its order of the query's
+-- words (their bytes' order: COLLATE "C"), each sum rounded to single precision, then divided by the
+-- number of searched words. The first {RANK_INLINE} terms are added inline, more by memories_rank_sum.
+-- Not ts_rank_cd: on an OR query cover density ranked worse on LoCoMo (DECISIONS.md). Ties share
+-- a rank (here and for vectors): breaking them by id, a random UUID, made fused scores differ from
+-- one load to the next.
+scored AS (
+    SELECT id, (CASE WHEN cardinality(w) <= {RANK_INLINE} THEN {_RANK_INLINE}
+                     ELSE (SELECT memories_rank_sum(x ORDER BY i) FROM unnest(w) WITH ORDINALITY u(x, i)) END
+                ::float8 / (SELECT count(*) FROM searched WHERE searched))::real AS kw_score
+    FROM (SELECT id, array_agg(weight ORDER BY lexeme COLLATE "C") AS w
+          FROM term_hits GROUP BY id) terms
+),
 keyword AS (
-    SELECT m.id, m.search, ts_rank(m.search, kq.q) AS kw_score,
-           rank() OVER (ORDER BY ts_rank(m.search, kq.q) DESC) AS kw_rank
-    FROM memories_memory m, keyword_query kq
-    WHERE kq.q IS NOT NULL AND m.search @@ kq.q AND {_VISIBLE}
-    ORDER BY kw_score DESC, m.id
-    LIMIT %(depth)s
+    SELECT k.id, m.search, k.kw_score, k.kw_rank
+    FROM (SELECT id, kw_score, rank() OVER (ORDER BY kw_score DESC) AS kw_rank
+          FROM scored
+          ORDER BY kw_score DESC, id
+          LIMIT %(depth)s) k
+    JOIN memories_memory m ON m.id = k.id
 ),
 -- Share of the query's words each keyword hit contains, each word weighted by its IDF
 -- weight: unlike ts_rank it means the same for a two-word and a twenty-word query, so
--- calibration can use it. Computed on the (at most depth) hits, from the row already read.
+-- calibration can use it. Computed on the (at most depth) hits, from their memories' rows (every
+-- query word counts, the skipped ones too).
 keyword_hits AS (
     SELECT k.id, k.kw_score, k.kw_rank,
            (SELECT coalesce(sum(ls.weight) FILTER (WHERE k.search @@ quote_literal(ls.lexeme)::tsquery), 0)
