@@ -101,9 +101,12 @@ def settle_after_bulk_load(project_id: int) -> None:
     """What autovacuum and beat do soon after a bulk load, done now (evaluation, benchmarks).
 
     Fresh planner statistics (with stale ones the planner expects one row per user and picks
-    nested loops) and the project's word counts.
+    nested loops), the memories' words vacuumed (full text reads them by index-only scans, which
+    visit the table for every row on a page not yet marked all-visible) and the project's word
+    counts. Call outside a transaction (VACUUM).
     """
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE memories_memory")
         cursor.execute("ANALYZE memories_embedding")
+        cursor.execute("VACUUM (ANALYZE) memories_memoryterm")
     refresh_keyword_stats(project_id=project_id, force=True)

@@ -144,8 +144,8 @@ searched AS (
 -- The memories the caller can see that contain a searched word, from the words' rows
 -- (memories_memoryterm: each memory's words with its visibility beside them, kept by triggers): a
 -- user's own memories, then the project's shared ones of other users, each arm an index-only scan.
--- The memory table is not read: through the GIN index its ~500 matching rows lay in as many heap
--- blocks (DECISIONS.md, issue 12, session 25).
+-- The memory table is read only by key, for the hits kept (below); through the GIN index every
+-- matching row was read, ~500 rows from as many heap blocks (DECISIONS.md, issue 12, session 25).
 term_hits AS (
     SELECT t.memory_id AS id, t.lexeme, t.weight
     FROM searched s JOIN memories_memoryterm t ON t.lexeme = s.lexeme

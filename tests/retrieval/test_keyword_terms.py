@@ -15,6 +15,7 @@ from django.utils import timezone
 from memories import services
 from memories.models import Memory, MemoryTerm, Project, Status
 from memoryhub import erasure, row_security
+from retrieval.keyword_stats import settle_after_bulk_load
 from retrieval.search import BOILERPLATE_LEXEMES, KEYWORD_SQL, RANK_INLINE, search_settings
 
 COPIED = ("project_id", "user_id", "scope", "status", "kind", "category", "expires_at")
@@ -216,3 +217,48 @@ def test_the_search_finds_and_ranks_what_ts_rank_over_the_memories_does(project)
             [everything],
         )
         assert cursor.fetchone()[0] > RANK_INLINE
+
+
+def test_after_a_bulk_load_settles_the_words_are_read_without_visiting_their_table(transactional_db, project):
+    # Index-only scans visit the table for every row on a page not yet marked all-visible (as after
+    # the first writes): settle_after_bulk_load vacuums, as autovacuum does after 1 % new rows here.
+    drafts = [draft(f"Alice deploys service {n} with Kubernetes.") for n in range(300)]
+    services.memory_bulk_create(project=project, drafts=drafts, actor="t")
+
+    def heap_fetches() -> int:
+        params = {
+            "project": project.pk,
+            "user": "alice",
+            "query": "kubernetes",
+            "model": "all-MiniLM-L6-v2",
+            "statuses": ["active"],
+            "kinds": None,
+            "categories": None,
+            "depth": 50,
+            "max_share": 1.0,
+            "row_budget": None,
+            "boilerplate": list(BOILERPLATE_LEXEMES),
+        }
+        with connection.cursor() as cursor:
+            cursor.execute("SET enable_seqscan = off")
+            cursor.execute("SET enable_bitmapscan = off")
+            try:
+                cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + KEYWORD_SQL, params)
+                plan = cursor.fetchone()[0][0]["Plan"]
+            finally:
+                cursor.execute("RESET enable_seqscan")
+                cursor.execute("RESET enable_bitmapscan")
+
+        def nodes(node: dict[str, Any]) -> list[dict[str, Any]]:
+            return [node, *(n for child in node.get("Plans", []) for n in nodes(child))]
+
+        scans = [n for n in nodes(plan) if n.get("Index Name") == "memoryterm_user_lexeme"]
+        assert scans and all(n["Node Type"] == "Index Only Scan" for n in scans)
+        return sum(n["Heap Fetches"] for n in scans)
+
+    assert heap_fetches() >= 300
+    settle_after_bulk_load(project.pk)
+    assert heap_fetches() == 0
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reloptions FROM pg_class WHERE relname = 'memories_memoryterm'")
+        assert "autovacuum_vacuum_insert_scale_factor=0.01" in cursor.fetchone()[0]

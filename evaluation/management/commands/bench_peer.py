@@ -113,7 +113,9 @@ def measure_memoryhub(dataset: Dataset, *, log: Any) -> dict[str, Any]:
     if earlier := Project.objects.filter(slug=eval_slug(dataset)).first():
         clear_project(earlier)
         with connection.cursor() as cursor:
-            cursor.execute("VACUUM (ANALYZE) memories_memory, memories_memoryrevision, memories_embedding")
+            cursor.execute(
+                "VACUUM (ANALYZE) memories_memory, memories_memoryrevision, memories_embedding, memories_memoryterm"
+            )
     started = time.perf_counter()
     project, ids = eval_project(dataset, reuse=False, log=log)
     add_s = time.perf_counter() - started
