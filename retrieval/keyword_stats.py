@@ -102,11 +102,13 @@ def settle_after_bulk_load(project_id: int) -> None:
 
     Fresh planner statistics (with stale ones the planner expects one row per user and picks
     nested loops), the memories' words vacuumed (full text reads them by index-only scans, which
-    visit the table for every row on a page not yet marked all-visible) and the project's word
-    counts. Call outside a transaction (VACUUM).
+    visit the table for every row on a page not yet marked all-visible; inside a transaction, where
+    no vacuum runs, only analysed: autovacuum comes soon) and the project's word counts.
     """
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE memories_memory")
         cursor.execute("ANALYZE memories_embedding")
-        cursor.execute("VACUUM (ANALYZE) memories_memoryterm")
+        cursor.execute(
+            "ANALYZE memories_memoryterm" if connection.in_atomic_block else "VACUUM (ANALYZE) memories_memoryterm"
+        )
     refresh_keyword_stats(project_id=project_id, force=True)
