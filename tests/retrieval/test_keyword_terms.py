@@ -144,9 +144,9 @@ LIMIT 50
 """
 
 
-def keyword_hits(project: Project, user_id: str, query: str) -> tuple[list[tuple[str, float, int]], list[str]]:
-    """The search's full-text hits (id, score, rank) in rank order, and the words it searched."""
-    params = {
+def keyword_params(project: Project, user_id: str, query: str) -> dict[str, Any]:
+    """KEYWORD_SQL's parameters for ``user_id``'s ``query``, every word searched (no share cut, no budget)."""
+    return {
         "project": project.pk,
         "user": user_id,
         "query": query,
@@ -159,8 +159,12 @@ def keyword_hits(project: Project, user_id: str, query: str) -> tuple[list[tuple
         "row_budget": None,
         "boilerplate": list(BOILERPLATE_LEXEMES),
     }
+
+
+def keyword_hits(project: Project, user_id: str, query: str) -> tuple[list[tuple[str, float, int]], list[str]]:
+    """The search's full-text hits (id, score, rank) in rank order, and the words it searched."""
     with connection.cursor() as cursor, search_settings(cursor):
-        cursor.execute(KEYWORD_SQL, params)
+        cursor.execute(KEYWORD_SQL, keyword_params(project, user_id, query))
         rows = cursor.fetchall()
         cursor.execute("SELECT tsvector_to_array(to_tsvector('english', %s))", [query])
         words = [w for w in cursor.fetchone()[0] if w not in BOILERPLATE_LEXEMES]
@@ -226,19 +230,7 @@ def test_after_a_bulk_load_settles_the_words_are_read_without_visiting_their_tab
     services.memory_bulk_create(project=project, drafts=drafts, actor="t")
 
     def heap_fetches() -> int:
-        params = {
-            "project": project.pk,
-            "user": "alice",
-            "query": "kubernetes",
-            "model": "all-MiniLM-L6-v2",
-            "statuses": ["active"],
-            "kinds": None,
-            "categories": None,
-            "depth": 50,
-            "max_share": 1.0,
-            "row_budget": None,
-            "boilerplate": list(BOILERPLATE_LEXEMES),
-        }
+        params = keyword_params(project, "alice", "kubernetes")
         with connection.cursor() as cursor:
             cursor.execute("SET enable_seqscan = off")
             cursor.execute("SET enable_bitmapscan = off")
