@@ -66,23 +66,26 @@ HALF_SPARE = 20
 # 4.5 -> 3.4 ms at p50 against twice the depth, the same fused top ten (DECISIONS.md, session 6).
 VECTOR_SPARE = 10
 
-# The memories a caller may see; "m" is memories_memory.
-_VISIBLE = """
-    m.project_id = %(project)s
-    AND (m.user_id = %(user)s OR m.scope = 'project')
-    AND m.status = ANY(%(statuses)s)
-    AND (m.expires_at IS NULL OR m.expires_at > now())
-    AND (%(kinds)s::text[] IS NULL OR m.kind = ANY(%(kinds)s::text[]))
-    AND (%(categories)s::text[] IS NULL OR m.category = ANY(%(categories)s::text[]))
+
+def _wanted(alias: str) -> str:
+    """The request's filters on rows "alias" that carry a memory's status, expiry, kind and category:
+    the memory itself or its words' rows (memories_memoryterm, which copy them)."""
+    return f"""
+    {alias}.status = ANY(%(statuses)s)
+    AND ({alias}.expires_at IS NULL OR {alias}.expires_at > now())
+    AND (%(kinds)s::text[] IS NULL OR {alias}.kind = ANY(%(kinds)s::text[]))
+    AND (%(categories)s::text[] IS NULL OR {alias}.category = ANY(%(categories)s::text[]))
 """
 
-# The same rule on a memory's words' rows (memories_memoryterm, "t"), which copy its visibility.
-_TERM_VISIBLE = """
-    t.status = ANY(%(statuses)s)
-    AND (t.expires_at IS NULL OR t.expires_at > now())
-    AND (%(kinds)s::text[] IS NULL OR t.kind = ANY(%(kinds)s::text[]))
-    AND (%(categories)s::text[] IS NULL OR t.category = ANY(%(categories)s::text[]))
-"""
+
+# The memories a caller may see; "m" is memories_memory.
+_VISIBLE = f"""
+    m.project_id = %(project)s
+    AND (m.user_id = %(user)s OR m.scope = 'project')
+    AND {_wanted("m")}"""
+
+# The same rule on a memory's words' rows ("t"); KEYWORD_SQL's two arms name the owner themselves.
+_TERM_VISIBLE = _wanted("t")
 
 # Words of a hit whose terms KEYWORD_SQL adds inline (more go through memories_rank_sum).
 RANK_INLINE = 8
