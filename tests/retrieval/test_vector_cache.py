@@ -56,3 +56,14 @@ def test_forgetting_a_projects_query_vectors_keeps_every_other_cached_vector() -
 
     assert [bool(redis_client().exists(key)) for key in keys] == [False, True, True]
     redis_client().delete(*keys)
+
+
+def test_the_redis_client_reads_replies_with_hiredis() -> None:
+    """hiredis is a dependency for speed alone (memoryhub/redis.py): redis-py falls back to its Python
+    parser without a word when the package is missing."""
+    pool = redis_client().connection_pool
+    connection = pool.get_connection()
+    try:
+        assert type(connection._parser).__name__ == "_HiredisParser"
+    finally:
+        pool.release(connection)
