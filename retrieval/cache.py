@@ -8,9 +8,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import redis
+from redis.commands.core import Script
 
 from memoryhub.redis import redis_client
 
@@ -25,15 +28,6 @@ def turn_key(project_id: int, user_id: str, turn_id: str) -> str:
     return f"memoryhub:turn:{digest}"
 
 
-def get(key: str) -> dict[str, Any] | None:
-    """The cached answer for a turn, or None."""
-    try:
-        raw = redis_client().get(key)
-    except redis.RedisError:
-        return None
-    return json.loads(raw) if raw else None
-
-
 def put(key: str, body: dict[str, Any]) -> None:
     try:
         redis_client().set(key, json.dumps(body, default=str), ex=TURN_TTL_SECONDS)
@@ -41,22 +35,66 @@ def put(key: str, body: dict[str, Any]) -> None:
         log.warning("turn cache unavailable")
 
 
-def wait_seconds(project_id: int, user_id: str, *, limit: int) -> int:
-    """Count one retrieval for the user in this minute: 0 when allowed, else the seconds until
-    the user's window closes (0 = no limit; Redis trouble allows)."""
-    if limit <= 0:
-        return 0
+def rate_key(project_id: int, user_id: str) -> str:
     digest = hashlib.sha256(f"{project_id}\0{user_id}".encode()).hexdigest()[:32]
-    key = f"memoryhub:rate:{digest}"
+    return f"memoryhub:rate:{digest}"
+
+
+@dataclass(frozen=True)
+class Opening:
+    """What Redis holds for a retrieve before it searches (``open_turn``)."""
+
+    # The turn's cached answer (None: none, or the turn has no id).
+    entry: dict[str, Any] | None
+    # 0 when the retrieve is within the user's limit (or was answered from the cache: not counted),
+    # else the seconds until the user's window closes.
+    wait: int
+    # The cached vectors of the texts asked for, raw (None: not cached, or not asked because the
+    # turn was cached).
+    vectors: list[bytes | None]
+
+
+# GET the turn's answer; when there is none, count the retrieve in the user's window (INCR; the
+# first of a window sets its expiry; its TTL when over the limit) and MGET the cached vectors.
+# KEYS: the turn's key and the rate key ('' for none), then the vectors' keys. ARGV: the window's
+# seconds and the limit. A script, so that a cached answer is not counted, as when each was its own
+# call, in one round trip instead of three (DECISIONS.md, issue 12, session 26).
+_OPEN_TURN = """
+local entry = false
+if KEYS[1] ~= '' then entry = redis.call('GET', KEYS[1]) end
+if entry then return {entry} end
+local count, ttl = 0, -1
+if KEYS[2] ~= '' then
+    count = redis.call('INCR', KEYS[2])
+    if count == 1 then redis.call('EXPIRE', KEYS[2], ARGV[1]) end
+    if count > tonumber(ARGV[2]) then ttl = redis.call('TTL', KEYS[2]) end
+end
+local vectors = {}
+if #KEYS > 2 then vectors = redis.call('MGET', unpack(KEYS, 3)) end
+return {false, count, ttl, vectors}
+"""
+_open_turn_script: Script | None = None
+
+
+def open_turn(
+    *, turn_key: str | None, project_id: int, user_id: str, limit: int, vector_keys: Sequence[str]
+) -> Opening:
+    """In one round trip: the turn's cached answer (``turn_key``), else the rate limit counted
+    (``limit`` retrievals a minute for the user, 0: none) and the cached vectors of ``vector_keys``.
+    Redis trouble answers as a miss that is allowed, with no vector cached."""
+    global _open_turn_script
+    keys = [turn_key or "", rate_key(project_id, user_id) if limit > 0 else "", *vector_keys]
     try:
-        # A window opens with the user's first call and lasts a minute (no boundary
-        # where a burst straddling two clock minutes gets twice the limit).
-        count = int(redis_client().incr(key))
-        if count == 1:
-            redis_client().expire(key, RATE_WINDOW_SECONDS)
-        if count <= limit:
-            return 0
-        ttl = int(redis_client().ttl(key))
+        client = redis_client()
+        if _open_turn_script is None:
+            _open_turn_script = client.register_script(_OPEN_TURN)
+        # EVALSHA; the first call on a server that does not know the script yet loads it.
+        reply = _open_turn_script(keys=keys, args=[RATE_WINDOW_SECONDS, limit], client=client)
     except redis.RedisError:
-        return 0
-    return max(1, ttl if ttl > 0 else RATE_WINDOW_SECONDS)
+        log.warning("turn cache and rate limit unavailable")
+        return Opening(entry=None, wait=0, vectors=[None] * len(vector_keys))
+    if reply[0] is not None:
+        return Opening(entry=json.loads(reply[0]), wait=0, vectors=[None] * len(vector_keys))
+    _, count, ttl, vectors = reply
+    wait = 0 if limit <= 0 or int(count) <= limit else max(1, int(ttl) if int(ttl) > 0 else RATE_WINDOW_SECONDS)
+    return Opening(entry=None, wait=wait, vectors=list(vectors))

@@ -37,7 +37,7 @@ from retrieval.memory_vectors import active_model
 from retrieval.models import RetrievalLog
 from retrieval.packing import PackItem, pack
 from retrieval.search import Candidate, SearchParams, hybrid_search
-from retrieval.vector_cache import cache_name, embed_texts, project_cache_name
+from retrieval.vector_cache import cache_key, cache_name, embed_texts, project_cache_name
 
 log = logging.getLogger(__name__)
 
@@ -150,17 +150,20 @@ def retrieve(*, project: Project, request: RetrieveRequest, trace: Trace | None 
     trace = trace or Trace()
     started = time.perf_counter()
     key = cache.turn_key(project.pk, request.user_id, request.turn_id) if request.turn_id else None
-    if key and (entry := cache.get(key)) is not None and (hit := _from_cache(project, request, entry)):
-        return _finish(project, request, trace, hit, started)
-    if request.rate_limited and (
-        wait := cache.wait_seconds(project.pk, request.user_id, limit=project.retrieval_rate_limit)
-    ):
+    conversation = conversation_text(request)
+    opening = _open(project, request, key, conversation)
+    if opening.entry is not None:
+        if hit := _from_cache(project, request, opening.entry):
+            return _finish(project, request, trace, hit, started)
+        # The entry named a row that is gone: the turn runs again, counted as any other.
+        opening = _open(project, request, None, conversation)
+    if opening.wait:
         raise RateLimited(
-            f"more than {project.retrieval_rate_limit} retrievals a minute for this user; retry in {wait} s",
-            details={"retry_after": wait},
+            f"more than {project.retrieval_rate_limit} retrievals a minute for this user; retry in {opening.wait} s",
+            details={"retry_after": opening.wait},
         )
     try:
-        result = _run(project, request, trace, started)
+        result = _run(project, request, trace, started, conversation=conversation, looked_up=opening.vectors)
     except DatabaseError:
         log.exception("retrieval database stage failed")
         connection.close_if_unusable_or_obsolete()
@@ -171,6 +174,27 @@ def retrieve(*, project: Project, request: RetrieveRequest, trace: Trace | None 
         # find it (API.md: no new LLM or embedding call).
         cache.put(key, result.cache_entry())
     return _finish(project, request, trace, result, started)
+
+
+def _open(
+    project: Project, request: RetrieveRequest, key: str | None, conversation: tuple[str, str, str]
+) -> cache.Opening:
+    """What Redis holds for this retrieve, in one round trip (``cache.open_turn``): the turn's cached
+    answer, else the rate limit counted and the query texts' cached vectors."""
+    keys: list[str] = []
+    if conversation[0].strip():
+        try:
+            name = query_embedder(active_model(project), project.pk).name
+            keys = [cache_key(name, text) for text in query_texts(*conversation[:2])]
+        except EmbedderError:
+            pass  # embed_queries names the embedder unavailable
+    return cache.open_turn(
+        turn_key=key,
+        project_id=project.pk,
+        user_id=request.user_id,
+        limit=project.retrieval_rate_limit if request.rate_limited else 0,
+        vector_keys=keys,
+    )
 
 
 def _from_cache(project: Project, request: RetrieveRequest, entry: dict[str, Any]) -> RetrieveResult | None:
@@ -193,8 +217,16 @@ def _from_cache(project: Project, request: RetrieveRequest, entry: dict[str, Any
     return RetrieveResult(memories=found, injection=injection, token_count=tokens, truncated=truncated, cached=True)
 
 
-def _run(project: Project, request: RetrieveRequest, trace: Trace, started: float) -> RetrieveResult:
-    query, context, window = conversation_text(request)
+def _run(
+    project: Project,
+    request: RetrieveRequest,
+    trace: Trace,
+    started: float,
+    *,
+    conversation: tuple[str, str, str],
+    looked_up: Sequence[bytes | None] = (),
+) -> RetrieveResult:
+    query, context, window = conversation
     trace.query = query
     if not query.strip():
         return RetrieveResult()
@@ -202,13 +234,15 @@ def _run(project: Project, request: RetrieveRequest, trace: Trace, started: floa
     if _wants_hyde(project, request):
         trace.hypotheses = run_hyde(window or query, trace=trace, deadline=started + budget_s)
     model = active_model(project)
-    queries = [query, context] if context and context != query else [query]
+    queries = query_texts(query, context)
     # The search sends its full-text statement, then asks for the query vectors: they are embedded
     # on this thread while Postgres runs that statement (no second thread to wake; DECISIONS.md,
     # session 21).
     # Computed once: the search asks for the vectors, then the scoring.
     embedding = functools.cache(
-        lambda: embed_queries([*queries, *trace.hypotheses], model=model, project_id=project.pk, trace=trace)
+        lambda: embed_queries(
+            [*queries, *trace.hypotheses], model=model, project_id=project.pk, trace=trace, looked_up=looked_up
+        )
     )
     candidates = search(
         project,
@@ -264,6 +298,11 @@ def conversation_text(request: RetrieveRequest) -> tuple[str, str, str]:
     return (request.query or ""), "", (request.query or "")
 
 
+def query_texts(query: str, context: str) -> list[str]:
+    """The texts embedded as query vectors: the query, and the recent context when it says more."""
+    return [query, context] if context and context != query else [query]
+
+
 def _wants_hyde(project: Project, request: RetrieveRequest) -> bool:
     wanted = project.hyde_enabled if request.hyde is None else request.hyde
     return bool(wanted) and llm_configured()
@@ -293,23 +332,32 @@ def run_hyde(window: str, *, trace: Trace, deadline: float) -> list[str]:
     return hypotheses
 
 
-def embed_queries(texts: Sequence[str], *, model: str, project_id: int, trace: Trace) -> np.ndarray | None:
+def embed_queries(
+    texts: Sequence[str], *, model: str, project_id: int, trace: Trace, looked_up: Sequence[bytes | None] = ()
+) -> np.ndarray | None:
     """Query and hypotheses in one batch; None (full text only) when the embedder fails.
 
     Query vectors are cached per project: with one cache for everybody, the embed time in
     ``timings_ms`` told a tenant whether another tenant had stored or asked the same text. New
-    vectors go into the cache after the answer (``store_later``).
+    vectors go into the cache after the answer (``store_later``). ``looked_up``: the first texts'
+    cached vectors as :func:`retrieve` read them with the turn's entry (``embed_texts``).
     """
     started = time.perf_counter()
     try:
-        embedder = ProjectCache(embedder_for_model(model), project_id)
-        vectors = embed_texts(list(texts), embedder=embedder, store_later=True)
+        vectors = embed_texts(
+            list(texts), embedder=query_embedder(model, project_id), store_later=True, looked_up=looked_up
+        )
     except EmbedderError as error:
         log.warning("query embedding failed: %s", error)
         trace.degraded.append("embedder_unavailable")
         vectors = None
     trace.timed("embed", started)
     return vectors
+
+
+def query_embedder(model: str, project_id: int) -> ProjectCache:
+    """The embedder of a project's query vectors (cached under the project's name)."""
+    return ProjectCache(embedder_for_model(model), project_id)
 
 
 @dataclass(frozen=True)

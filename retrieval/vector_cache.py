@@ -56,20 +56,30 @@ def cache_names(model: str) -> tuple[str, ...]:
     return (model, f"{model}{INT8_ROUTE}")
 
 
-def embed_texts(texts: Sequence[str], *, embedder: Embedder, store_later: bool = False) -> Vectors:
+def embed_texts(
+    texts: Sequence[str],
+    *,
+    embedder: Embedder,
+    store_later: bool = False,
+    looked_up: Sequence[bytes | None] = (),
+) -> Vectors:
     """Embed ``texts`` with a Redis cache by (model, text hash): a text is embedded once.
 
     ``store_later`` caches the new vectors on the deferred writer (``memoryhub/deferred.py``), not
-    before returning: a query's caller waits for its vector, not for the cache. Raises
-    EmbedderError when the embedder fails; a cache outage only costs speed.
+    before returning: a query's caller waits for its vector, not for the cache. ``looked_up``: what
+    the caller already read from the cache for the first texts (by ``cache_key``; None: not
+    cached), so that only the others are asked for. Raises EmbedderError when the embedder fails; a
+    cache outage only costs speed.
     """
     if not texts:
         return np.zeros((0, embedder.dimension), dtype=np.float32)
     keys = [cache_key(cache_name(embedder), text) for text in texts]
-    try:
-        cached: list[Any] = list(redis_client().mget(keys))
-    except redis.RedisError:
-        cached = [None] * len(texts)
+    cached: list[Any] = list(looked_up[: len(texts)])
+    if len(cached) < len(texts):
+        try:
+            cached += redis_client().mget(keys[len(cached) :])
+        except redis.RedisError:
+            cached += [None] * (len(texts) - len(cached))
     missing = [i for i, raw in enumerate(cached) if raw is None]
     fresh = embedder.embed([texts[i] for i in missing]) if missing else None
     dimension = fresh.shape[1] if fresh is not None else len(cached[0]) // 4

@@ -6,6 +6,7 @@ import threading
 from datetime import timedelta
 
 import pytest
+import redis
 from django.utils import timezone
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
@@ -224,6 +225,75 @@ def test_over_the_rate_limit_is_429_with_retry_after(api, alice_memories):
     assert 1 <= int(over["Retry-After"]) <= 60
     other_user = api.post("/retrieve", {"user_id": "bob", "query": "green tea"})
     assert other_user.status_code == 200
+
+
+def test_a_cached_turn_is_not_counted_against_the_rate_limit(api, alice_memories):
+    Project.objects.filter(pk=api.project.pk).update(retrieval_rate_limit=2)
+    assert retrieve(api, query="green tea", turn_id="turn-counted")["cached"] is False  # 1 of 2
+    for _ in range(3):
+        assert retrieve(api, query="green tea", turn_id="turn-counted")["cached"] is True
+    assert retrieve(api, query="peanuts")["degraded"] == []  # 2 of 2
+    over = api.post("/retrieve", {"user_id": "alice", "query": "tabs", "turn_id": "turn-new"})
+    assert over.status_code == 429
+    assert retrieve(api, query="green tea", turn_id="turn-counted")["cached"] is True  # still answered
+
+
+def test_a_turn_whose_entry_names_a_gone_row_is_counted_when_it_runs_again(api, alice_memories):
+    Project.objects.filter(pk=api.project.pk).update(retrieval_rate_limit=2)
+    first = retrieve(api, query="What does Alice drink?", turn_id="turn-gone", min_score=0)  # 1 of 2
+    assert api.delete(f"/memories/{first['memories'][0]['id']}", user_id="alice").status_code in (200, 204)
+    assert retrieve(api, query="What does Alice drink?", turn_id="turn-gone", min_score=0)["cached"] is False
+    assert api.post("/retrieve", {"user_id": "alice", "query": "tabs"}).status_code == 429  # 3 of 2
+
+
+def test_before_it_searches_a_retrieve_asks_redis_once(api, alice_memories, monkeypatch):
+    """The turn's entry, the rate limit and the query's cached vector in one round trip; then the turn's
+    answer is stored (the new vector is cached later, on the deferred writer's thread)."""
+    Project.objects.filter(pk=api.project.pk).update(retrieval_rate_limit=100)
+    retrieve(api, query="green tea", turn_id="turn-warm")  # the server knows the script from here on
+    sent: list[str] = []
+    execute = redis.Redis.execute_command
+    here = threading.get_ident()
+
+    def recorded(self, *args, **options):
+        if threading.get_ident() == here:
+            sent.append(str(args[0]).upper())
+        return execute(self, *args, **options)
+
+    monkeypatch.setattr(redis.Redis, "execute_command", recorded)
+    result = retrieve(api, query="What does Alice drink?", turn_id="turn-once")
+    assert sent == ["EVALSHA", "SET"]
+    assert result["memories"][0]["content"] == "Alice's favourite drink is green tea."
+    sent.clear()
+    assert retrieve(api, query="What does Alice drink?", turn_id="turn-once")["cached"] is True
+    assert sent == ["EVALSHA"]
+
+
+def test_a_query_vector_cached_earlier_is_not_embedded_again(api, alice_memories, monkeypatch):
+    retrieve(api, query="What does Alice drink?")
+    deferred.flush()  # the query's vector is in the cache
+    embedded: list[str] = []
+    embed = embedders.LocalEmbedder.embed
+    monkeypatch.setattr(
+        embedders.LocalEmbedder, "embed", lambda self, texts: embedded.extend(texts) or embed(self, texts)
+    )
+    again = retrieve(api, query="What does Alice drink?")
+    assert embedded == [] and contents(again)[0] == "Alice's favourite drink is green tea."
+    retrieve(api, query="What does Alice eat?")
+    assert embedded == ["What does Alice eat?"]
+
+
+def test_with_redis_down_a_retrieve_still_answers_and_is_not_limited(api, alice_memories, monkeypatch, tmp_path):
+    from memoryhub import redis as process_redis  # noqa: PLC0415
+
+    Project.objects.filter(pk=api.project.pk).update(retrieval_rate_limit=1)
+    monkeypatch.setattr(
+        process_redis, "_client", redis.Redis(unix_socket_path=str(tmp_path / "no-redis.sock"), socket_timeout=0.5)
+    )
+    for _ in range(3):
+        result = retrieve(api, query="What does Alice drink?", turn_id="turn-down")
+        assert result["cached"] is False
+        assert contents(result)[0] == "Alice's favourite drink is green tea."
 
 
 def test_every_call_is_logged_with_a_hash_not_the_query(api, alice_memories):
