@@ -88,8 +88,13 @@ def open_turn(
         client = redis_client()
         if _open_turn_script is None:
             _open_turn_script = client.register_script(_OPEN_TURN)
-        # EVALSHA; the first call on a server that does not know the script yet loads it.
-        reply = _open_turn_script(keys=keys, args=[RATE_WINDOW_SECONDS, limit], client=client)
+        try:
+            # EVALSHA; the first call on a server that does not know the script yet loads it.
+            reply = _open_turn_script(keys=keys, args=[RATE_WINDOW_SECONDS, limit], client=client)
+        except redis.ResponseError:
+            # A server that runs no scripts (a user without @scripting, a service that forbids
+            # them): the same calls one by one, so that the limit still holds.
+            reply = _open_by_calls(client, keys, limit)
     except redis.RedisError:
         log.warning("turn cache and rate limit unavailable")
         return Opening(entry=None, wait=0, vectors=[None] * len(vector_keys))
@@ -98,3 +103,18 @@ def open_turn(
     _, count, ttl, vectors = reply
     wait = 0 if limit <= 0 or int(count) <= limit else max(1, int(ttl) if int(ttl) > 0 else RATE_WINDOW_SECONDS)
     return Opening(entry=None, wait=wait, vectors=list(vectors))
+
+
+def _open_by_calls(client: redis.Redis, keys: list[str], limit: int) -> list[Any]:
+    """``_OPEN_TURN`` as separate calls (its reply's shape)."""
+    turn, rate, vector_keys = keys[0], keys[1], keys[2:]
+    if turn and (entry := client.get(turn)) is not None:
+        return [entry]
+    count, ttl = 0, -1
+    if rate:
+        count = int(client.incr(rate))
+        if count == 1:
+            client.expire(rate, RATE_WINDOW_SECONDS)
+        if count > limit:
+            ttl = int(client.ttl(rate))
+    return [None, count, ttl, client.mget(vector_keys) if vector_keys else []]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -294,6 +295,29 @@ def test_with_redis_down_a_retrieve_still_answers_and_is_not_limited(api, alice_
         result = retrieve(api, query="What does Alice drink?", turn_id="turn-down")
         assert result["cached"] is False
         assert contents(result)[0] == "Alice's favourite drink is green tea."
+
+
+def test_a_redis_that_runs_no_scripts_still_caches_turns_and_limits(api, alice_memories, monkeypatch):
+    from memoryhub import redis as process_redis  # noqa: PLC0415
+
+    admin = process_redis.redis_client()
+    name = f"no-scripts-{uuid.uuid4().hex[:8]}"
+    admin.acl_setuser(name, enabled=True, passwords=["+secret"], keys=["*"], commands=["+@all", "-@scripting"])
+    pool = admin.connection_pool
+    options = {**pool.connection_kwargs, "username": name, "password": "secret"}
+    monkeypatch.setattr(
+        process_redis, "_client", redis.Redis(connection_pool=redis.ConnectionPool(pool.connection_class, **options))
+    )
+    try:
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            process_redis.redis_client().eval("return 1", 0)
+        Project.objects.filter(pk=api.project.pk).update(retrieval_rate_limit=2)
+        assert retrieve(api, query="green tea", turn_id="turn-plain")["cached"] is False  # 1 of 2
+        assert retrieve(api, query="green tea", turn_id="turn-plain")["cached"] is True  # not counted
+        assert retrieve(api, query="peanuts")["degraded"] == []  # 2 of 2
+        assert api.post("/retrieve", {"user_id": "alice", "query": "tabs"}).status_code == 429
+    finally:
+        admin.acl_deluser(name)
 
 
 def test_every_call_is_logged_with_a_hash_not_the_query(api, alice_memories):
