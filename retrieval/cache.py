@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -74,6 +75,9 @@ if #KEYS > 2 then vectors = redis.call('MGET', unpack(KEYS, 3)) end
 return {false, count, ttl, vectors}
 """
 _open_turn_script: Script | None = None
+# Clients whose server refused the script: they get the calls one by one from then on (always
+# right, one round trip a call), not a refused script first on every retrieve.
+_refuse_scripts: weakref.WeakSet[redis.Redis] = weakref.WeakSet()
 
 
 def open_turn(
@@ -88,13 +92,17 @@ def open_turn(
         client = redis_client()
         if _open_turn_script is None:
             _open_turn_script = client.register_script(_OPEN_TURN)
-        try:
-            # EVALSHA; the first call on a server that does not know the script yet loads it.
-            reply = _open_turn_script(keys=keys, args=[RATE_WINDOW_SECONDS, limit], client=client)
-        except redis.ResponseError:
-            # A server that runs no scripts (a user without @scripting, a service that forbids
-            # them): the same calls one by one, so that the limit still holds.
+        if client in _refuse_scripts:
             reply = _open_by_calls(client, keys, limit)
+        else:
+            try:
+                # EVALSHA; the first call on a server that does not know the script yet loads it.
+                reply = _open_turn_script(keys=keys, args=[RATE_WINDOW_SECONDS, limit], client=client)
+            except redis.ResponseError:
+                # A server that runs no scripts (a user without @scripting, a service that forbids
+                # them): the same calls one by one, so that the limit still holds.
+                _refuse_scripts.add(client)
+                reply = _open_by_calls(client, keys, limit)
     except redis.RedisError:
         log.warning("turn cache and rate limit unavailable")
         return Opening(entry=None, wait=0, vectors=[None] * len(vector_keys))

@@ -184,7 +184,7 @@ def _open(
     keys: list[str] = []
     if conversation[0].strip():
         try:
-            name = query_embedder(active_model(project), project.pk).name
+            name = cache_name(query_embedder(active_model(project), project.pk))  # as embed_texts names it
             keys = [cache_key(name, text) for text in query_texts(*conversation[:2])]
         except EmbedderError:
             pass  # embed_queries names the embedder unavailable

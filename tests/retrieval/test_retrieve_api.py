@@ -316,6 +316,15 @@ def test_a_redis_that_runs_no_scripts_still_caches_turns_and_limits(api, alice_m
         assert retrieve(api, query="green tea", turn_id="turn-plain")["cached"] is True  # not counted
         assert retrieve(api, query="peanuts")["degraded"] == []  # 2 of 2
         assert api.post("/retrieve", {"user_id": "alice", "query": "tabs"}).status_code == 429
+        sent: list[str] = []
+        execute = redis.Redis.execute_command
+        monkeypatch.setattr(
+            redis.Redis,
+            "execute_command",
+            lambda self, *args, **kw: sent.append(str(args[0])) or execute(self, *args, **kw),
+        )
+        assert retrieve(api, query="green tea", turn_id="turn-plain")["cached"] is True
+        assert "EVALSHA" not in sent  # the refusal is remembered: no refused script first each time
     finally:
         admin.acl_deluser(name)
 
