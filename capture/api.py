@@ -23,7 +23,7 @@ def capture(request: HttpRequest, body: CaptureIn) -> Status[Any]:
         user_id=body.user_id,
         session_id=body.session_id,
         trigger=body.trigger,
-        messages=[m.model_dump(exclude_unset=True) for m in body.messages],
+        messages=[m.model_dump(mode="json", exclude_unset=True) for m in body.messages],
         conversation_id=body.conversation_id,
         actor=actor(request),
     )

@@ -17,6 +17,7 @@ An LLM failure or unusable output puts the job back to ``queued`` until
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import logging
 from collections.abc import Sequence
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.db import DatabaseError
 
 from capture import selectors, services
 from capture.changes import Known
@@ -34,13 +36,16 @@ from capture.classifier import (
     parse_classifier_output,
     validate_items,
 )
+from capture.dates import said_on
 from capture.models import CaptureJob, JobStatus, Trigger
 from capture.observations import build_observation_messages, extract_observations, parse_observation_output
 from capture.proposals import ProposedMemory
-from capture.rules import extract_from_window
+from capture.rules import dated, extract_from_window, is_personal
 from conversations.window import clean_window
 from retrieval.duplicates import NearDuplicateFinder
+from retrieval.embedders import EmbedderError
 from retrieval.llm import LLMError, complete, llm_configured
+from retrieval.message_vectors import embed_messages
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +97,7 @@ def run_job(*, job_id: str) -> RunResult:
 
 
 def _run_claimed(job: CaptureJob) -> RunResult:
+    _embed_episodes(job)
     try:
         if not job.payload.get("extractor"):
             job = services.capture_job_record_extraction(job=job, extraction=extract(job))
@@ -106,6 +112,18 @@ def _run_claimed(job: CaptureJob) -> RunResult:
         return RunResult(Outcome.DONE, job.attempts)
     outcome = Outcome.FAILED if job.status == JobStatus.FAILED else Outcome.RETRY
     return RunResult(outcome, job.attempts)
+
+
+def _embed_episodes(job: CaptureJob) -> None:
+    """Embed the window's stored messages now, so they are found as episodes once the job is
+    done; on failure the message sweeper embeds them later (the job goes on)."""
+    ids = [str(m["message_id"]) for m in job.window if isinstance(m, dict) and m.get("message_id")]
+    if not ids:
+        return
+    try:
+        embed_messages(message_ids=ids)
+    except (EmbedderError, DatabaseError) as error:
+        log.warning("capture job %s: its messages wait for the sweeper's embedding: %s", job.pk, error)
 
 
 # --- extraction ------------------------------------------------------------------------
@@ -135,7 +153,16 @@ def extract(job: CaptureJob) -> Extraction:
     except ClassifierOutputError as error:
         raise TransientCaptureError(f"classifier output unusable: {error}") from error
     accepted, rejected = validate_items(items, taxonomy=job.project.taxonomy, visible_ids=visible_ids)
-    return Extraction("classifier", accepted, rejected)
+    said = said_on(next((m["timestamp"] for m in reversed(window) if m.get("timestamp")), None), job.created_at.date())
+    return Extraction("classifier", [personal_stays_personal(dated(p, said), job) for p in accepted], rejected)
+
+
+def personal_stays_personal(proposal: ProposedMemory, job: CaptureJob) -> ProposedMemory:
+    """A fact about the speaker's own person or household is theirs alone, whatever the model said."""
+    if proposal.scope != "project" or not is_personal(proposal.content):
+        return proposal
+    category = "user-facts" if "user-facts" in job.project.taxonomy else proposal.category
+    return dataclasses.replace(proposal, scope="user", category=category)
 
 
 def _from_rules(job: CaptureJob, window: list[dict[str, str]]) -> Extraction:
@@ -150,7 +177,9 @@ def _from_rules(job: CaptureJob, window: list[dict[str, str]]) -> Extraction:
         hit = finder.find(text)
         return None if hit is None else hit.memory_id
 
-    proposals = extract_from_window(window, existing=known, nearest=nearest if known else None)
+    proposals = extract_from_window(
+        window, existing=known, nearest=nearest if known else None, today=job.created_at.date()
+    )
     return _validated("rules", proposals, job, visible_ids=[k.id for k in known])
 
 

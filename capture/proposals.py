@@ -37,6 +37,8 @@ class ProposedMemory:
     related: tuple[str, ...] = ()
     reason: str = ""
     evidence: str = ""
+    # The day (or month, or year) the statement is about, as ISO text, when it names one.
+    event_date: str = ""
 
     def __post_init__(self) -> None:
         # A proposal is built from untrusted LLM output in one path; failing loudly here

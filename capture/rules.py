@@ -23,9 +23,12 @@ import dataclasses
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 from capture.changes import Change, Known, Matcher, named_old, read_change
+from capture.dates import resolve as resolve_dates
+from capture.dates import said_on
 from capture.proposals import ProposedMemory
 from capture.text import (
     clip,
@@ -77,10 +80,23 @@ _NOT_IMPERATIVE = word_set(
     "mind heard seen thought knew again ever worry bother know think care be get apologize "
     "apologise panic forget hesitate"
 )
+_PETS = (
+    r"(?:dogs?|cats?|pets?|pupp(?:y|ies)|kittens?|greyhounds?|labradors?|retrievers?|poodles?|terriers?|beagles?|"
+    r"spaniels?|collies?|dachshunds?|huskies|husky|corgis?|hamsters?|rabbits?|bunn(?:y|ies)|parrots?|budgies?|"
+    r"tortoises?|turtles?|guinea pigs?|horses?|ponies|pony)"
+)
 _FAMILY = (
     r"(?:kids?|children|child|sons?|daughters?|twins|wife|husband|partner|spouse|girlfriend|boyfriend|"
     r"fianc[ée]e?|mom|mum|mother|dad|father|parents|sisters?|brothers?|siblings|grandkids|grandchildren|"
-    r"baby|dogs?|cats?|pets?|puppy|kitten)"
+    r"grandma|grandpa|grandmother|grandfather|aunt|uncle|cousins?|niece|nephew|in-laws|"
+    rf"bab(?:y|ies)|newborn|toddler|{_PETS})"
+)
+# What a household does together: "we" and "our" around these are the user's family, not the team.
+_HOUSEHOLD = re.compile(
+    rf"\b(?:{_FAMILY}|house|home|flat|apartment|condo|garden|backyard|kitchen|mortgage|rent|landlord|car|"
+    r"wedding|honeymoon|anniversary|vacation|holiday|neighbou?rs?|adopted|pregnant|born|married|engaged|"
+    r"dinner|groceries|weekend|moved)\b",
+    _I,
 )
 _HEALTH = (
     r"(?:diabetes|asthma|adhd|autism|dyslexia|coeliac|celiac|crohn's|ibs|arthritis|epilepsy|migraines?|"
@@ -117,6 +133,15 @@ _INTRO = re.compile(
     r"^(?:after\s+[^,]{3,40}?|in the end|eventually|finally|at last|yesterday|today|last (?:week|month|year|sprint)|"
     r"this (?:morning|week)|these days|nowadays|now)\s*,?\s+(?=(?:we|i|i'm|i've|the team|our|my)\b)",
     _I,
+)
+_DATED_INTRO = re.compile(r"^(?:yesterday|today|last (?:week|month|year)|this (?:morning|week))\b", _I)
+# What a diet or a condition rules out, said plainly so "is there anything I can't eat?" finds it.
+_DIET_GLOSSES = tuple(
+    (re.compile(pattern, _I), gloss)
+    for pattern, gloss in (
+        (r"^(?!.*\bgluten\b).*\b(?:celiac|coeliac)\b", "so the user can't eat gluten"),
+        (r"^(?!.*\bdairy\b).*\blactose[- ]intoleran(?:t|ce)\b", "so the user can't eat most dairy"),
+    )
 )
 # Said at the end of a clause, these mark a change of mind and are not part of the statement.
 _CHANGE_TAIL = re.compile(
@@ -210,7 +235,28 @@ def _imperative(text: str) -> Callable[[re.Match[str]], str | None]:
 
 def _household(match: re.Match[str]) -> str:
     """A statement about the user's family, where "we" and "us" are the household, not the team."""
-    return third_person(re.sub(r"\b(?:we|us)\b", "the user's family", match.string, flags=_I))
+    text = re.sub(r"\b(?:we|us)\b", "the user's family", match.string, flags=_I)
+    return third_person(re.sub(r"\bour\b", "the user's", text, flags=_I))
+
+
+def _household_event(match: re.Match[str]) -> str | None:
+    """ "we adopted a greyhound", "our son Arjun was born in may": the household's life, not the
+    team's work (nothing of a project is named)."""
+    text = match.string
+    if not _HOUSEHOLD.search(text) or _PROJECT_NOUNS.search(text) or is_technical(text):
+        return None
+    if len(text.split()) < 3:
+        return None
+    return _household(match)
+
+
+def _life_event(match: re.Match[str]) -> str | None:
+    """ "I started a new job at Acme", "I ran my first marathon": the user's life, not a work step
+    ("I started refactoring the parser" names code and is left out)."""
+    text = match.string
+    if is_technical(text) or _PROJECT_NOUNS.search(text) or len(text.split()) < 4:
+        return None
+    return third_person(text)
 
 
 def _place(match: re.Match[str]) -> str:
@@ -253,6 +299,7 @@ def _reading(kind: str, category: str, scope: str, importance: float, confidence
 
 
 _NAME = _reading("fact", "user-facts", "user", 0.6, 0.9, "The user said what to call them.")
+_EVENT = _reading("fact", "user-facts", "user", 0.5, 0.75, "The user told of something that happened in their life.")
 _USER_FACT = _reading("fact", "user-facts", "user", 0.5, 0.8, "The user stated a fact about themselves.")
 _PERSONAL = _reading(
     "fact", "user-facts", "user", 0.6, 0.85, "The user stated a fact about their health, family or life."
@@ -309,6 +356,16 @@ _RULES: Rules = (
         rf"^we\s+(?:have|'ve got|have got)\s+(?P<rest>(?:(?:[\w-]+\s+){{0,3}}?{_FAMILY}|twins)\b.*)",
     ),
     *_rules(_PERSONAL, _template("the user lives {rest}"), r"^we\s+live\s+(?P<rest>(?:in|near|outside|by)\b.+)"),
+    *_rules(_PERSONAL, _household_event, r"^(?:we|our)\b(?P<rest>.+)"),
+    *_rules(
+        _EVENT,
+        _life_event,
+        r"^i(?:'ve| have)?(?:\s+(?:just|finally|recently|also|officially|actually))*\s+"
+        r"(?:started|quit|joined|left|got|bought|sold|adopted|ran|finished|graduated|passed|married|"
+        r"booked|visited|lost|won|became|retired|began|completed|opened|signed up|enrolled|gave birth|"
+        r"was (?:promoted|diagnosed|hired|laid off|born)|got (?:promoted|married|engaged|divorced|diagnosed))\b"
+        r"\s*(?P<rest>.+)",
+    ),
     *_rules(
         _USER_FACT,
         _place,
@@ -502,11 +559,13 @@ def extract_from_window(
     *,
     existing: Sequence[Known] = (),
     nearest: Callable[[str], str | None] | None = None,
+    today: date | None = None,
 ) -> list[ProposedMemory]:
     """Memories stated by the user in a cleaned window (see ``conversations.window.clean_window``).
 
     ``existing`` are the user's live memories: a change of mind supersedes the one it replaces
-    (see ``capture.changes``); ``nearest`` optionally finds one by meaning.
+    (see ``capture.changes``); ``nearest`` optionally finds one by meaning. Relative dates are
+    resolved against each message's ``timestamp``, else ``today`` (the capture's day).
     """
     matcher = Matcher(existing, nearest)
     proposals: list[ProposedMemory] = []
@@ -514,15 +573,36 @@ def extract_from_window(
     for message in messages:
         if message.get("role") != "user":
             continue
+        said = said_on(message.get("timestamp"), today or date.today())
         for found in _from_message(message.get("content", "")):
             proposal = _resolve(found, matcher)
             if proposal is None:
                 continue
+            proposal = glossed(dated(proposal, said))
             key = re.sub(r"\W+", " ", proposal.content.casefold()).strip()
             if key not in seen:
                 seen.add(key)
                 proposals.append(proposal)
     return proposals
+
+
+def glossed(proposal: ProposedMemory) -> ProposedMemory:
+    """A diet or condition with what it rules out added ("...celiac disease; so the user can't eat gluten")."""
+    if proposal.category != "user-facts" or proposal.kind != "fact":
+        return proposal
+    for pattern, gloss in _DIET_GLOSSES:
+        if pattern.search(proposal.content) and gloss not in proposal.content:
+            content = finish_sentence(f"{proposal.content.rstrip('.')}, {gloss}")
+            return dataclasses.replace(proposal, content=content) if len(content) <= _MAX_CHARS else proposal
+    return proposal
+
+
+def dated(proposal: ProposedMemory, said: date) -> ProposedMemory:
+    """The proposal with its relative dates resolved against the day they were said."""
+    resolved = resolve_dates(proposal.content, said)
+    if not resolved.event_date:
+        return proposal
+    return dataclasses.replace(proposal, content=finish_sentence(resolved.text), event_date=resolved.event_date)
 
 
 def _resolve(found: _Found, matcher: Matcher) -> ProposedMemory | None:
@@ -577,7 +657,11 @@ def _from_sentence(body: str, readings: list[_Reading], sentence: str) -> Iterat
     pending: list[_Found] = []
     for clause in _CLAUSE_SPLIT.split(body):
         clause_readings, clause_body = _take_markers(strip_fillers(clause))
+        intro = _INTRO.match(clause_body)
         clause_body = _INTRO.sub("", clause_body)
+        if intro and _DATED_INTRO.match(intro.group()):
+            # "Yesterday we adopted a dog": the date moves to the end, where it stays in the memory.
+            clause_body = f"{clause_body.rstrip(' .!')} {intro.group().strip(' ,')}"
         all_readings = readings + clause_readings
         if previous is not None and _completes(previous, clause_body):
             continue
@@ -733,6 +817,9 @@ def _assemble(
         category = "architectural-decisions" if is_technical(text) else "user-facts"
     if keep_category and category == "corrections":
         category = "coding-preferences" if is_technical(text) else "user-facts"
+    if scope == "project" and is_personal(content):
+        # Health, diet, family, home: the speaker's own, whatever team words surround it.
+        text, scope, category = finish_sentence(content), "user", "user-facts"
     if scope == "project" and category == "user-facts":
         category = "project-conventions"
     return ProposedMemory(
@@ -745,6 +832,19 @@ def _assemble(
         reason=next((r.reason for r in reversed(overrides) if r.reason), "The user stated it."),
         evidence=clip(evidence, 200),
     )
+
+
+_PERSONAL_WORDS = re.compile(
+    rf"\b(?:{_HEALTH}|{_STATE}|{_FAMILY}|allergic|allergy|diagnosed|doctor|pregnan(?:t|cy)|birthday|my\s+(?:wife|husband|"
+    r"partner|home|address|phone|email))\b|\bthe user's\s+(?:family|home|address|phone|email|doctor|health|diet)\b",
+    _I,
+)
+
+
+def is_personal(content: str) -> bool:
+    """Whether a statement is about the speaker's person or household (health, diet, family, pets,
+    contact, home): such a fact is never the project's, whichever extractor proposed it."""
+    return bool(_PERSONAL_WORDS.search(content)) and not _DECISION_WORDS.search(content)
 
 
 def _infer(content: str) -> tuple[str, str, str]:

@@ -10,6 +10,7 @@ transaction per memory, each at most once per job.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -79,9 +80,16 @@ def capture_submit(
             )
             conversation_services.messages_append(conversation=conversation, drafts=drafts)
             window = conversation_selectors.conversation_tail(
-                conversation=conversation, limit=settings.MEMORYHUB_MAX_CAPTURE_MESSAGES
+                conversation=conversation, limit=settings.MEMORYHUB_MAX_CAPTURE_MESSAGES, with_ids=True
             )
             session_id = session_id or conversation.session_id
+        else:
+            # What was said is kept as it was said: the session's messages are searched as
+            # episodes, and each memory names the messages it came from.
+            ids = conversation_services.session_messages_store(
+                project=project, user_id=user_id, session_id=session_id, drafts=drafts
+            )
+            window = [{**entry, "message_id": message_id} for entry, message_id in zip(window, ids, strict=True)]
         job = CaptureJob.objects.create(
             project=project,
             user_id=user_id,
@@ -351,6 +359,8 @@ def _store(job: CaptureJob, proposal: ProposedMemory) -> tuple[Memory, str]:
 def memory_draft(job: CaptureJob, proposal: ProposedMemory) -> MemoryDraft:
     """The memory a proposal becomes, with where it came from (``source``) and why (``metadata``)."""
     metadata = {"confidence": proposal.confidence, "reason": proposal.reason, "evidence": proposal.evidence}
+    if proposal.event_date:
+        metadata["event_date"] = proposal.event_date
     return MemoryDraft(
         user_id=job.user_id,
         content=proposal.content,
@@ -373,8 +383,33 @@ def memory_source(job: CaptureJob, proposal: ProposedMemory) -> dict[str, Any]:
         "conversation": str(job.conversation_id) if job.conversation_id else None,
         "session_id": job.session_id,
         "trigger": job.trigger,
+        "extractor": job.payload.get("extractor", ""),
         "excerpt": proposal.evidence[:EXCERPT_CHARS] or _last_user_text(job),
+        "messages": source_messages(clean_window(job.window), proposal.evidence),
     }
+
+
+def source_messages(window: Sequence[Mapping[str, str]], evidence: str) -> list[dict[str, str]]:
+    """The stored message a memory came from: the one holding its evidence (the sentence the
+    extractor read), else the user message sharing most of its words; [] when none is stored."""
+    stored = [m for m in window if m.get("message_id")]
+    said = [m for m in stored if m["role"] == "user"] or stored
+    needle = _plain(evidence.rstrip("…"))
+    found = next((m for m in said if needle and needle in _plain(m["content"])), None)
+    if found is None and said:
+        words = set(needle.split())
+        overlap, best = max(((len(words & set(_plain(m["content"]).split())), i) for i, m in enumerate(said)))
+        found = said[best] if overlap else None
+    if found is None:
+        return []
+    reference = {"id": found["message_id"]}
+    if found.get("correlation_id"):
+        reference["correlation_id"] = found["correlation_id"]
+    return [reference]
+
+
+def _plain(text: str) -> str:
+    return " ".join(re.sub(r"[^\w']+", " ", text.casefold()).split())
 
 
 def _last_user_text(job: CaptureJob) -> str:

@@ -100,7 +100,7 @@ def add_messages(request: HttpRequest, conversation_id: str, body: MessagesIn) -
     conversation = conversation_selectors.conversation_get(
         project=api_key(request).project, user_id=body.user_id, conversation_id=conversation_id
     )
-    drafts = [conversation_services.message_draft(m.model_dump(exclude_unset=True)) for m in body.messages]
+    drafts = [conversation_services.message_draft(m.model_dump(mode="json", exclude_unset=True)) for m in body.messages]
     messages = conversation_services.messages_add(conversation=conversation, drafts=drafts)
     return Status(201, {"messages": [message_out(m) for m in messages]})
 

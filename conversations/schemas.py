@@ -3,9 +3,10 @@ capture, retrieve)."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, StringConstraints
+from pydantic import BaseModel, ConfigDict, StringConstraints, field_validator
 
 
 class ChatMessageIn(BaseModel):
@@ -19,3 +20,14 @@ class ChatMessageIn(BaseModel):
     role: Annotated[str, StringConstraints(min_length=1, max_length=20)]
     content: str | list[Any] | dict[str, Any] | None = None
     correlation_id: Annotated[str, StringConstraints(max_length=100)] = ""
+    # When the message was said (ISO 8601). Relative dates in it ("yesterday") are read against
+    # it; a time without a zone is taken as UTC. Absent: the time the service received it.
+    timestamp: datetime | None = None
+
+    @field_validator("timestamp", mode="before")
+    @classmethod
+    def timestamp_is_text(cls, value: Any) -> Any:
+        # ISO 8601 text only: a bare number would be read as seconds since 1970.
+        if value is not None and not isinstance(value, str | datetime):
+            raise ValueError("timestamp must be an ISO 8601 date-time string")
+        return value

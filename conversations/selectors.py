@@ -36,10 +36,16 @@ def conversation_messages(*, conversation: Conversation, after_seq: int = 0, lim
     return list(conversation.messages.filter(seq__gt=after_seq).order_by("seq")[:limit])
 
 
-def conversation_tail(*, conversation: Conversation, limit: int) -> list[dict[str, Any]]:
-    """The newest ``limit`` messages from Postgres as message states, oldest first."""
-    newest = conversation.messages.order_by("-seq")[:limit]
-    return [message_state(m) for m in reversed(list(newest))]
+def conversation_tail(*, conversation: Conversation, limit: int, with_ids: bool = False) -> list[dict[str, Any]]:
+    """The newest ``limit`` messages from Postgres as message states, oldest first (with each
+    message's ``message_id`` and ``timestamp`` when ``with_ids``: a capture window's provenance)."""
+    newest = reversed(list(conversation.messages.order_by("-seq")[:limit]))
+    if not with_ids:
+        return [message_state(m) for m in newest]
+    return [
+        {**message_state(m), "message_id": str(m.pk), **({"timestamp": m.said_at.isoformat()} if m.said_at else {})}
+        for m in newest
+    ]
 
 
 def conversation_recent(*, conversation: Conversation, limit: int) -> tuple[list[dict[str, Any]], str]:

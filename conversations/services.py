@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -33,6 +34,11 @@ from memoryhub.redaction import redact, redact_json
 # them for embedding: ``retrieval.message_vectors.queue_for_embedding``).
 after_messages_stored: list[Callable[[Sequence[Message]], None]] = []
 
+# How far back a captured window's messages are looked for among the session's stored ones.
+SESSION_LOOKBACK = 500
+# pg_advisory_xact_lock's namespace for "one conversation per session" (capture uses 4601).
+SESSION_LOCK_NAMESPACE = 4602
+
 
 @dataclass
 class MessageDraft:
@@ -40,12 +46,13 @@ class MessageDraft:
     content: str
     extra: dict[str, Any] = field(default_factory=dict)
     correlation_id: str = ""
+    said_at: datetime | None = None
 
 
 def message_draft(raw: Mapping[str, Any]) -> MessageDraft:
     """A chat message as sent by an agent -> a draft: text content, everything else in ``extra``."""
     content = raw.get("content")
-    extra = {k: v for k, v in raw.items() if k not in ("role", "content", "correlation_id")}
+    extra = {k: v for k, v in raw.items() if k not in ("role", "content", "correlation_id", "timestamp")}
     if not isinstance(content, str):
         if content is not None:
             extra["content"] = content
@@ -57,7 +64,21 @@ def message_draft(raw: Mapping[str, Any]) -> MessageDraft:
         content=redact(content)[0],
         extra=redact_json(extra),
         correlation_id=str(raw.get("correlation_id") or ""),
+        said_at=said_at(raw.get("timestamp")),
     )
+
+
+def said_at(value: Any) -> datetime | None:
+    """A message's ``timestamp`` (a datetime or ISO 8601 text) as an aware datetime; UTC when it
+    names no zone. Anything else is None: the schema already refused malformed values."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+    if not isinstance(value, datetime):
+        return None
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
 def validate_messages(drafts: Sequence[MessageDraft]) -> None:
@@ -110,12 +131,54 @@ def messages_append(*, conversation: Conversation, drafts: Sequence[MessageDraft
             content=draft.content,
             extra=draft.extra,
             correlation_id=draft.correlation_id,
+            said_at=draft.said_at,
         )
         for offset, draft in enumerate(drafts, start=1)
     )
     Conversation.objects.filter(pk=conversation.pk).update(updated_at=timezone.now())
     transaction.on_commit(lambda: _after_commit(conversation, messages))
     return messages
+
+
+def session_messages_store(
+    *, project: Project, user_id: str, session_id: str, drafts: Sequence[MessageDraft]
+) -> list[str]:
+    """Keep a captured window in its session's conversation, inside the caller's transaction:
+    the messages it does not hold yet are appended; returns each draft's message id.
+
+    Agents send overlapping windows turn after turn, so a message already among the
+    conversation's recent ones (same role and text) is the same message, not a new one.
+    Without a session id, every capture is a conversation of its own.
+    """
+    conversation = _session_conversation(project=project, user_id=user_id, session_id=session_id)
+    recent = Message.objects.filter(conversation=conversation).order_by("-seq")[:SESSION_LOOKBACK]
+    known = {(m.role, m.content): str(m.pk) for m in reversed(list(recent.only("pk", "role", "content")))}
+    new = []
+    for draft in drafts:
+        if (draft.role, draft.content) not in known:
+            known[(draft.role, draft.content)] = ""  # a repeat inside the window is the same message
+            new.append(draft)
+    for message in messages_append(conversation=conversation, drafts=new) if new else []:
+        known[(message.role, message.content)] = str(message.pk)
+    return [known[(draft.role, draft.content)] for draft in drafts]
+
+
+def _session_conversation(*, project: Project, user_id: str, session_id: str) -> Conversation:
+    if session_id:
+        # One conversation per session, even when two captures of it arrive at once.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
+                [SESSION_LOCK_NAMESPACE, f"{project.pk}:{user_id}:{session_id}"],
+            )
+        found = (
+            Conversation.objects.filter(project=project, user_id=user_id, session_id=session_id)
+            .order_by("created_at")
+            .first()
+        )
+        if found is not None:
+            return found
+    return Conversation.objects.create(project=project, user_id=user_id, session_id=session_id)
 
 
 def _after_commit(conversation: Conversation, messages: list[Message]) -> None:

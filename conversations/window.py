@@ -31,6 +31,7 @@ SUMMARY_MARKERS: tuple[str, ...] = (
     "<summary>",
 )
 
+_KEPT_KEYS = ("message_id", "correlation_id", "timestamp")
 _ROLE_ALIASES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant", "model": "assistant"}
 _TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
 _TOOL_TAGS = "tool_call|tool_calls|tool_use|tool_result|function_call|function_calls|function_results|tool"
@@ -61,7 +62,10 @@ def clean_window(messages: Iterable[Mapping[str, Any]], *, max_chars: int | None
             continue
         text = _strip_tool_markup(_flatten(message.get("content"))).strip()
         if text:
-            window.append({"role": role, "content": text})
+            entry = {"role": role, "content": text}
+            # Where the message is stored and when it was said travel with it (provenance, dates).
+            entry.update({k: str(message[k]) for k in _KEPT_KEYS if message.get(k)})
+            window.append(entry)
     return window if max_chars is None else _fit(window, max_chars)
 
 
@@ -71,7 +75,10 @@ def render_window(messages: Iterable[Mapping[str, str]]) -> str:
     for message in messages:
         role = message.get("role", "")
         label = ROLE_LABELS.get(role, role.capitalize() or "Unknown")
-        lines.append(f"{label}: {message.get('content', '')}")
+        when = str(message.get("timestamp") or "")[:16].replace("T", " ")
+        lines.append(
+            f"{label} [{when}]: {message.get('content', '')}" if when else f"{label}: {message.get('content', '')}"
+        )
     return "\n".join(lines)
 
 

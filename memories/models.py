@@ -421,11 +421,20 @@ class Message(models.Model):
     correlation_id = models.CharField(max_length=100, blank=True, default="")
     embedding_model = models.CharField(max_length=100, blank=True, default="")
     embedding = FloatVectorField(null=True, blank=True)
+    # When the message was said, as its sender dated it (``timestamp``); else when it arrived.
+    said_at = models.DateTimeField(null=True, blank=True)
+    # Messages are searched as episodes beside memories (``retrieval.episodes``): their words too.
+    search = models.GeneratedField(
+        expression=SearchVector("content", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["conversation", "seq"]
         constraints = [models.UniqueConstraint(fields=["conversation", "seq"], name="message_unique_seq")]
+        indexes = [GinIndex(fields=["search"], name="message_search")]
 
     def __str__(self) -> str:
         return f"{self.role}: {self.content[:60]}"

@@ -30,7 +30,7 @@ def retrieve_memories(request: HttpRequest, body: RetrieveIn) -> dict[str, Any]:
 def retrieve_request(body: RetrieveIn) -> RetrieveRequest:
     """The engine's request for a POST /retrieve body (every transport builds it here)."""
     data = body.model_dump()
-    data["messages"] = [m.model_dump() for m in body.messages] if body.messages else None
+    data["messages"] = [m.model_dump(mode="json") for m in body.messages] if body.messages else None
     return RetrieveRequest(**data)
 
 

@@ -29,7 +29,7 @@ from memories.models import Memory, MemoryEdge, Project, Status
 from memories.selectors import memories_by_id, older_versions
 from memoryhub import deferred
 from memoryhub.errors import RateLimited
-from retrieval import cache, calibration, judge, relevance
+from retrieval import cache, calibration, episodes, judge, relevance
 from retrieval.embedders import Embedder, EmbedderError, embedder_for_model
 from retrieval.hyde import build_hyde_messages, parse_hypotheses
 from retrieval.llm import LLMError, complete, llm_configured
@@ -61,6 +61,8 @@ class RetrieveRequest:
     hop_depth: int = 1
     include_superseded: bool = False
     judge: bool | None = None
+    # The user's captured messages are searched beside memories (``retrieval.episodes``).
+    episodes: bool = True
     # The playground asks on an end user's behalf: it neither spends their rate limit nor
     # writes to their retrieval log.
     rate_limited: bool = True
@@ -90,6 +92,10 @@ class Trace:
     # The cut actually applied: the larger of the threshold and margin × the best score.
     cut: float | None = None
     query: str = ""
+    # The relevance model's background for this query's vectors (None: the embedder was down).
+    background: relevance.Background | None = None
+    # The episodes found (messages searched beside memories), each with its score.
+    episodes: list[episodes.Episode] = field(default_factory=list)
 
     def timed(self, stage: str, started: float) -> None:
         self.timings[stage] = round((time.perf_counter() - started) * 1000, 2)
@@ -111,6 +117,7 @@ class RetrieveResult:
     """What :func:`retrieve` answers; ``retrieval.schemas.retrieve_out`` turns it into the API body."""
 
     memories: list[Hit] = field(default_factory=list)
+    episodes: list[episodes.Episode] = field(default_factory=list)
     injection: str = ""
     token_count: int = 0
     truncated: bool = False
@@ -126,6 +133,7 @@ class RetrieveResult:
             "hits": [
                 {"id": str(h.memory.pk), "score": h.score, "matched_by": list(h.matched_by)} for h in self.memories
             ],
+            "episodes": [{"id": e.id, "score": e.score, "matched_by": list(e.matched_by)} for e in self.episodes],
             "injection": self.injection,
             "token_count": self.token_count,
             "truncated": self.truncated,
@@ -202,9 +210,15 @@ def _from_cache(project: Project, request: RetrieveRequest, entry: dict[str, Any
     (deleted, archived, superseded since) or the entry is not in this version's shape."""
     try:
         hits = [(str(h["id"]), float(h["score"]), tuple(h["matched_by"])) for h in entry["hits"]]
+        said = [(str(e["id"]), float(e["score"]), tuple(e["matched_by"])) for e in entry["episodes"]]
         injection, tokens, truncated = str(entry["injection"]), int(entry["token_count"]), bool(entry["truncated"])
     except (KeyError, TypeError, ValueError):
         return None
+    found_episodes = episodes.load(project=project, user_id=request.user_id, ids=[i for i, _, _ in said])
+    if len(found_episodes) != len(said):
+        return None
+    for episode, (_, value, matched_by) in zip(found_episodes, said, strict=True):
+        episode.score, episode.matched_by = value, matched_by
     memories = load_memories(project, request.user_id, [memory_id for memory_id, _, _ in hits])
     now, statuses = timezone.now(), statuses_searched(request)
     if sum(searchable(m, request, now=now, statuses=statuses) for m in memories.values()) != len(hits):
@@ -214,7 +228,14 @@ def _from_cache(project: Project, request: RetrieveRequest, entry: dict[str, Any
         Hit(memories[memory_id], score, matched_by, tuple(chains.get(memory_id, ())))
         for memory_id, score, matched_by in hits
     ]
-    return RetrieveResult(memories=found, injection=injection, token_count=tokens, truncated=truncated, cached=True)
+    return RetrieveResult(
+        memories=found,
+        episodes=found_episodes,
+        injection=injection,
+        token_count=tokens,
+        truncated=truncated,
+        cached=True,
+    )
 
 
 def _run(
@@ -273,14 +294,91 @@ def _run(
             trace=trace,
             deadline=started + budget_s,
         )
+    said = find_episodes(
+        project, request, query=query, model=model, vectors=vectors, query_vectors=len(queries), trace=trace
+    )
+    if said:
+        # One cut over memories and episodes together: the relative margin counts from the best of both.
+        scored = relevance.select(
+            [*scored, *((e.key, e.score) for e in said)], min_score=trace.threshold or 0.0, margin=trace.margin
+        )
+        trace.cut = max([trace.threshold or 0.0, *(trace.margin * value for _, value in scored[:1])])
     # Only the ones that will be returned: loading every candidate above the cut (60 and
     # more on a large corpus) with its relations cost ~10 ms per call.
     top = scored[: request.limit]
-    memories = load_memories(project, request.user_id, [memory_id for memory_id, _ in top])
+    by_key = {e.key: e for e in said}
+    memories = load_memories(project, request.user_id, [i for i, _ in top if i not in by_key])
     ranked = [(memories[mid], s) for mid, s in top if mid in memories]
     ranked = expand_graph(project, request, ranked, trace=trace)[: request.limit]
+    kept = [by_key[i] for i, _ in top if i in by_key]
+    ranked, kept = without_sources(ranked, kept)
     chains = older_versions(project=project, memories=[m for m, _ in ranked], user_id=request.user_id)
-    return build_result(ranked, chains, request=request, project=project, trace=trace)
+    return build_result(ranked, chains, request=request, project=project, trace=trace, said=kept)
+
+
+def find_episodes(
+    project: Project,
+    request: RetrieveRequest,
+    *,
+    query: str,
+    model: str,
+    vectors: np.ndarray | None,
+    query_vectors: int,
+    trace: Trace,
+) -> list[episodes.Episode]:
+    """The user's messages that match the query, scored by the memories' relevance model.
+
+    A request that filters by kind or category asks for memories of that kind: no episodes.
+    """
+    if not request.episodes or request.kinds or request.categories:
+        return []
+    started = time.perf_counter()
+    try:
+        found = episodes.find(
+            project=project,
+            user_id=request.user_id,
+            query=query,
+            model=model,
+            vectors=vectors,
+            query_vectors=query_vectors,
+        )
+    except DatabaseError:
+        log.exception("episode search failed")
+        connection.close_if_unusable_or_obsolete()
+        trace.degraded.append("episodes_unavailable")
+        return []
+    candidates = [e.candidate for e in found if e.candidate is not None]
+    if vectors is None or trace.background is None:
+        values = [
+            calibration.relevance(**keyword_only_inputs(c), params=calibration.DEFAULT_PARAMS) for c in candidates
+        ]
+    else:
+        values = [e.score for e in relevance.evidences(candidates, stats=trace.background, query_vectors=query_vectors)]
+    for episode, value in zip(found, values, strict=True):
+        episode.score = value
+    trace.episodes = found
+    trace.timed("episodes", started)
+    return found
+
+
+def without_sources(
+    ranked: list[tuple[Memory, float]], said: list[episodes.Episode]
+) -> tuple[list[tuple[Memory, float]], list[episodes.Episode]]:
+    """A memory and the message it came from are not both returned: the memory stays, at the
+    better of the two scores, and the message goes."""
+    sources: dict[str, int] = {}
+    for index, (memory, _) in enumerate(ranked):
+        for reference in (memory.source or {}).get("messages") or []:
+            if isinstance(reference, dict) and reference.get("id"):
+                sources.setdefault(str(reference["id"]), index)
+    if not sources:
+        return ranked, said
+    ranked = list(ranked)
+    for episode in said:
+        if episode.id in sources:
+            index = sources[episode.id]
+            ranked[index] = (ranked[index][0], max(ranked[index][1], episode.score))
+    return ranked, [e for e in said if e.id not in sources]
 
 
 def conversation_text(request: RetrieveRequest) -> tuple[str, str, str]:
@@ -450,6 +548,7 @@ def score(
             log.warning("relevance background unavailable: %s", error)
             trace.degraded.append("relevance_background_unavailable")
             stats = relevance.typical_background(len(vectors))
+        trace.background = stats
         for candidate, found in zip(
             candidates, relevance.evidences(candidates, stats=stats, query_vectors=query_vectors), strict=True
         ):
@@ -591,8 +690,13 @@ def build_result(
     request: RetrieveRequest,
     project: Project,
     trace: Trace,
+    said: Sequence[episodes.Episode] = (),
 ) -> RetrieveResult:
-    """Pack into the token budget; the memories that fit, in packing order."""
+    """Pack into the token budget; the memories and episodes that fit, in packing order.
+
+    Both are packed in one ranking, best score first (a memory before an episode on a tie), up
+    to the request's limit.
+    """
     started = time.perf_counter()
     budget = project.token_budget if request.token_budget is None else request.token_budget
     items = [
@@ -608,14 +712,34 @@ def build_result(
         )
         for m, s in ranked
     ]
+    items += [
+        PackItem(
+            id=e.key,
+            content=e.content,
+            kind="episode",
+            category="",
+            scope="",
+            version=0,
+            score=e.score,
+            heading=f"{'the user' if e.role == 'user' else 'the assistant'} said on {e.said_at.date().isoformat()}",
+        )
+        for e in said
+    ]
+    if said:
+        items = sorted(items, key=lambda item: -item.score)[: request.limit]
     packed = pack(items, token_budget=budget)
     trace.excluded_ids = packed.excluded_ids
     by_id = {str(m.pk): (m, s) for m, s in ranked}
+    by_key = {e.key: e for e in said}
     candidates = {c.memory_id: c for c in trace.candidates}
-    hits = [_hit(*by_id[i], chains, candidates.get(i), trace) for i in packed.included_ids]
+    hits = [_hit(*by_id[i], chains, candidates.get(i), trace) for i in packed.included_ids if i in by_id]
     trace.timed("pack", started)
     return RetrieveResult(
-        memories=hits, injection=packed.injection, token_count=packed.token_count, truncated=packed.truncated
+        memories=hits,
+        episodes=[by_key[i] for i in packed.included_ids if i in by_key],
+        injection=packed.injection,
+        token_count=packed.token_count,
+        truncated=packed.truncated,
     )
 
 

@@ -47,6 +47,8 @@ class PackItem:
     version: int
     supersedes_content: str | None = None
     score: float = 0.0
+    # Said instead of the labels, for what is no memory (an episode: who said it, and when).
+    heading: str | None = None
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,9 @@ def _entry(item: PackItem, *, number: int, with_superseded: bool) -> str:
     next starts with "#", which is a pre-token boundary for cl100k_base: the tokens of the
     joined block are exactly the tokens of its pieces, so per-piece costs add up exactly.
     """
+    if item.heading is not None:
+        lines = [f"### Memory {number} · {_meta(item.heading)}", fence(item.content)]
+        return "\n".join(lines) + "\n\n"
     scope = _meta(item.scope)
     meta = [_meta(item.kind), _meta(item.category), f"{scope} scope" if scope else "", f"v{item.version}"]
     lines = [f"### Memory {number} · " + " · ".join(part for part in meta if part), fence(item.content)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 from ninja import Schema
@@ -12,6 +13,7 @@ from memories.schemas import BodyOut, Category, KindName, MemoryOut, StrictSchem
 
 if TYPE_CHECKING:
     from retrieval.engine import Hit, RetrieveResult
+    from retrieval.episodes import Episode
 
 Text = Annotated[str, StringConstraints(max_length=32_000)]
 
@@ -31,6 +33,8 @@ class RetrieveIn(StrictSchema):
     include_superseded: bool = False
     # The LLM judge stage (needs an LLM): None follows MEMORYHUB_JUDGE.
     judge: bool | None = None
+    # Search the user's captured messages (episodes) beside memories.
+    episodes: bool = True
 
     @model_validator(mode="after")
     def query_or_messages(self) -> RetrieveIn:
@@ -45,8 +49,23 @@ class RetrievedMemoryOut(MemoryOut):
     chain: list[MemoryOut]
 
 
+class EpisodeOut(Schema):
+    """A message the user (or the assistant) said, found beside the memories."""
+
+    id: str
+    conversation_id: str
+    session_id: str
+    role: str
+    content: str
+    said_at: datetime
+    correlation_id: str
+    score: float
+    matched_by: list[str]
+
+
 class RetrieveOut(BodyOut):
     memories: list[RetrievedMemoryOut]
+    episodes: list[EpisodeOut]
     injection: str
     token_count: int
     truncated: bool
@@ -94,6 +113,7 @@ def retrieve_out(result: RetrieveResult) -> dict[str, Any]:
     """The body of ``POST /retrieve`` (``RetrieveOut``) for an engine result."""
     return {
         "memories": [hit_out(hit) for hit in result.memories],
+        "episodes": [episode_out(episode) for episode in result.episodes],
         "injection": result.injection,
         "token_count": result.token_count,
         "truncated": result.truncated,
@@ -102,6 +122,20 @@ def retrieve_out(result: RetrieveResult) -> dict[str, Any]:
         "hypotheses": result.hypotheses,
         "timings_ms": result.timings_ms,
         "correlation_id": result.correlation_id,
+    }
+
+
+def episode_out(episode: Episode) -> dict[str, Any]:
+    return {
+        "id": episode.id,
+        "conversation_id": episode.conversation_id,
+        "session_id": episode.session_id,
+        "role": episode.role,
+        "content": episode.content,
+        "said_at": episode.said_at,
+        "correlation_id": episode.correlation_id,
+        "score": round(episode.score, 4),
+        "matched_by": list(episode.matched_by),
     }
 
 

@@ -119,7 +119,7 @@ def _capture_conversation(p: Principal, body: CaptureIn) -> dict[str, Any]:
         user_id=body.user_id,
         session_id=body.session_id,
         trigger=body.trigger,
-        messages=[m.model_dump(exclude_unset=True) for m in body.messages],
+        messages=[m.model_dump(mode="json", exclude_unset=True) for m in body.messages],
         conversation_id=body.conversation_id,
         actor=p.actor,
     )

@@ -24,7 +24,15 @@ def test_capture_answers_202_with_a_queued_job_holding_the_window(api):
     assert response.status_code == 202
     job = CaptureJob.objects.get(pk=response.json()["job_id"])
     assert response.json() == {"job_id": str(job.pk), "status": "queued"}
-    assert (job.user_id, job.session_id, job.trigger, job.window) == ("alice", "s1", "turn", WINDOW)
+    assert (job.user_id, job.session_id, job.trigger, as_sent(job.window)) == ("alice", "s1", "turn", WINDOW)
+    # Each message is kept in the session's conversation, and the window names it.
+    stored = Message.objects.filter(conversation__user_id="alice", conversation__session_id="s1").order_by("seq")
+    assert [entry["message_id"] for entry in job.window] == [str(m.pk) for m in stored]
+
+
+def as_sent(window):
+    """The window without the ids of the stored messages the service added."""
+    return [{k: v for k, v in entry.items() if k != "message_id"} for entry in window]
 
 
 def test_capture_queues_the_task_only_after_the_transaction_commits(api, django_capture_on_commit_callbacks):
@@ -39,7 +47,7 @@ def test_capture_keeps_tool_calls_and_extra_keys_of_messages(api):
     call = {"role": "assistant", "content": None, "tool_calls": [{"id": "t1", "type": "function"}]}
     response = capture(api, messages=[*WINDOW, call])
     job = CaptureJob.objects.get(pk=response.json()["job_id"])
-    assert job.window[-1] == call
+    assert as_sent(job.window)[-1] == call
 
 
 def test_capture_with_an_unknown_trigger_is_a_422(api):
@@ -111,14 +119,14 @@ def test_a_newer_turn_coalesces_an_unstarted_turn_and_holds_its_window(api):
     second = capture(api, messages=[{"role": "user", "content": "Also: I work in Berlin."}]).json()["job_id"]
     older, newer = CaptureJob.objects.get(pk=first), CaptureJob.objects.get(pk=second)
     assert (older.status, older.coalesced_into_id) == ("coalesced", newer.pk)
-    assert newer.window == [WINDOW[0], {"role": "user", "content": "Also: I work in Berlin."}]
+    assert as_sent(newer.window) == [WINDOW[0], {"role": "user", "content": "Also: I work in Berlin."}]
     assert api.get(f"/capture/{first}", user_id="alice").json()["coalesced_into"] == second
 
 
 def test_a_newer_turn_repeating_the_whole_window_replaces_the_older_window(api):
     capture(api, messages=WINDOW[:1])
     second = capture(api, messages=WINDOW).json()["job_id"]
-    assert CaptureJob.objects.get(pk=second).window == WINDOW
+    assert as_sent(CaptureJob.objects.get(pk=second).window) == WINDOW
 
 
 def test_compaction_jobs_are_never_coalesced_and_do_not_coalesce(api):

@@ -14,7 +14,7 @@ from capture import services
 from capture.models import CaptureJob
 from capture.pipeline import Outcome, extract, run_job
 from memories import services as memory_services
-from memories.models import Memory, MemoryEdge, MemoryRevision, Project
+from memories.models import Memory, MemoryEdge, MemoryRevision, Message, Project
 from retrieval.duplicates import NearDuplicateFinder
 
 pytestmark = pytest.mark.django_db
@@ -72,12 +72,15 @@ def test_a_captured_memory_records_where_it_came_from_and_why(api, llm):
     job = submit(api)
     run(job)
     memory = Memory.objects.get(pk=job.memory_ids[0])
+    said = Message.objects.get(conversation__user_id="alice", content=WINDOW[0]["content"])
     assert memory.source == {
         "capture_job": str(job.pk),
         "conversation": None,
         "session_id": "s1",
         "trigger": "turn",
+        "extractor": "classifier",
         "excerpt": "I always use pytest fixtures",
+        "messages": [{"id": str(said.pk)}],
     }
     assert memory.metadata == {
         "confidence": 0.9,

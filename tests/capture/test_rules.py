@@ -575,7 +575,10 @@ def test_a_multi_clause_turn_keeps_the_clause_that_states_the_rule() -> None:
 @pytest.mark.parametrize(
     ("text", "content"),
     [
-        ("I'm lactose intolerant, so keep that in mind for recipes.", "The user is lactose intolerant."),
+        (
+            "I'm lactose intolerant, so keep that in mind for recipes.",
+            "The user is lactose intolerant, so the user can't eat most dairy.",
+        ),
         ("I'm severely allergic to shellfish.", "The user is severely allergic to shellfish."),
         ("I have type 1 diabetes, so meal plans need carb counts.", "The user has type 1 diabetes."),
         ("I'm gluten-free because of coeliac disease.", "The user is gluten-free because of coeliac disease."),
@@ -607,7 +610,7 @@ def test_a_secret_drops_only_its_own_sentence() -> None:
     window = _user("I'm lactose intolerant. My AWS key is AKIA4MEMHUBX7Q2RZP5T by the way. I live in Oslo.")
 
     assert [m.content for m in extract_from_window(window)] == [
-        "The user is lactose intolerant.",
+        "The user is lactose intolerant, so the user can't eat most dairy.",
         "The user lives in Oslo.",
     ]
 
@@ -655,3 +658,67 @@ def test_a_change_of_mind_only_ever_supersedes_one_of_the_users_memories_once(te
     assert set(replaced) <= {k.id for k in _EXISTING} and len(replaced) == len(set(replaced))
     for memory in memories:
         assert memory.content.endswith(".") and memory.content != "-."
+
+
+def _said(text: str, timestamp: str = "2026-03-09T10:00:00") -> list[dict[str, str]]:
+    return [{"role": "user", "content": text, "timestamp": timestamp}]
+
+
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [
+        ("we have a newborn, our son Arjun was born in may", "The user's son Arjun was born in May 2025."),
+        ("we finally bought a car", "The user's family finally bought a car."),
+        (
+            "we adopted a greyhound on saturday, her name is Pixel",
+            "The user's family adopted a greyhound on 2026-03-07",
+        ),
+    ],
+)
+def test_we_and_our_in_a_household_are_the_users_family_not_the_team(text: str, content: str) -> None:
+    found = extract_from_window(_said(text))
+    assert any(m.content.startswith(content) for m in found), found
+    assert all("team" not in m.content and m.scope == "user" for m in found)
+
+
+def test_we_at_work_is_still_the_team() -> None:
+    [memory] = extract_from_window(_said("we deploy on fridays"))
+    assert (memory.content, memory.scope) == ("The team deploys on fridays.", "project")
+
+
+@pytest.mark.parametrize(
+    ("text", "content", "event_date"),
+    [
+        ("Yesterday I started a new job at Acme.", "on 2026-03-08", "2026-03-08"),
+        (
+            "I have to be careful since my doctor confirmed I have celiac disease last month",
+            "in February 2026",
+            "2026-02",
+        ),
+        ("yesterday we had dinner with my parents", "on 2026-03-08", "2026-03-08"),
+    ],
+)
+def test_relative_dates_are_resolved_against_the_message_time(text: str, content: str, event_date: str) -> None:
+    [memory] = extract_from_window(_said(text))
+    assert content in memory.content and memory.event_date == event_date
+    assert "yesterday" not in memory.content.lower() and "last month" not in memory.content
+
+
+def test_a_message_without_a_time_is_dated_by_the_capture_day() -> None:
+    from datetime import date
+
+    [memory] = extract_from_window(_user("Yesterday I started a new job at Acme."), today=date(2026, 1, 1))
+    assert "on 2025-12-31" in memory.content
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Also, for the team lunch planner: I'm allergic to peanuts.",
+        "For the team offsite, I'm vegetarian.",
+        "In this repo, I have asthma so no late deploys for me.",
+    ],
+)
+def test_a_personal_fact_is_never_project_scope(text: str) -> None:
+    found = extract_from_window(_user(text))
+    assert found and all(m.scope == "user" and m.category == "user-facts" for m in found), found

@@ -1,0 +1,147 @@
+"""Relative dates in what people say, resolved against when they said it.
+
+"We adopted a greyhound on saturday" means one day when it is said and another a month later:
+a memory must carry the day itself. :func:`resolve` rewrites the relative expressions people use
+in chat ("yesterday", "last month", "on saturday", "two weeks ago", "in may") into dates, and
+says which date the statement is about, so the memory can keep it (``metadata.event_date``).
+
+Past is the default reading: memories mostly record what happened. A clause that speaks of the
+future ("will", "going to", "next", "plan") reads a bare weekday or month forward instead.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+_I = re.IGNORECASE
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "a couple of": 2}
+_FUTURE = re.compile(r"\b(?:will|'ll|going to|gonna|plan(?:s|ning)? to|next|tomorrow|upcoming|soon)\b", _I)
+_WEEKDAY = "|".join(WEEKDAYS)
+_MONTH = "|".join(MONTHS)
+_COUNT = r"(?P<count>\d+|a couple of|an?|one|two|three|four|five|six)"
+
+_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (name, re.compile(pattern, _I))
+    for name, pattern in (
+        ("day_before_yesterday", r"\bthe day before yesterday\b"),
+        ("yesterday", r"\b(?:yesterday|last night)\b"),
+        ("today", r"\b(?:today|tonight|this (?:morning|afternoon|evening))\b"),
+        ("tomorrow", r"\btomorrow\b"),
+        ("weekday", rf"\b(?P<which>last|this past|on|next|this)\s+(?P<day>{_WEEKDAY})\b"),
+        ("ago", rf"\b{_COUNT}\s+(?P<unit>days?|weeks?|months?|years?)\s+ago\b"),
+        ("last_unit", r"\b(?P<which>last|next)\s+(?P<unit>week|month|year)\b"),
+        ("month", rf"\b(?P<prep>in|since|last|this past)\s+(?P<month>{_MONTH})\b(?!\s+\d)"),
+    )
+)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The text with its relative dates replaced, and the first date it speaks of (ISO: a day
+    ``2026-03-08``, a month ``2026-02``, a year ``2025``; "" when it names none)."""
+
+    text: str
+    event_date: str = ""
+
+
+def said_on(timestamp: str | None, default: date) -> date:
+    """The day a message was said: its ``timestamp`` (ISO 8601) as written, else ``default``."""
+    if timestamp:
+        try:
+            return datetime.fromisoformat(timestamp).date()
+        except ValueError:
+            pass
+    return default
+
+
+def resolve(text: str, said: date) -> Resolved:
+    """``text`` with each relative date it holds resolved against the day it was ``said``."""
+    future = bool(_FUTURE.search(text))
+    found: list[tuple[int, str]] = []
+
+    def replace(name: str) -> Callable[[re.Match[str]], str]:
+        def build(match: re.Match[str]) -> str:
+            phrase, value = _resolved(name, match, said, future)
+            if not value:
+                return match.group()
+            found.append((match.start(), value))
+            return phrase
+
+        return build
+
+    for name, pattern in _PATTERNS:
+        text = pattern.sub(replace(name), text)
+    first = min(found)[1] if found else ""
+    return Resolved(text, first)
+
+
+def _resolved(name: str, match: re.Match[str], said: date, future: bool) -> tuple[str, str]:
+    """(the phrase that replaces the match, the ISO value it names); ("", "") to leave it."""
+    if name in ("day_before_yesterday", "yesterday", "today", "tomorrow"):
+        shift = {"day_before_yesterday": -2, "yesterday": -1, "today": 0, "tomorrow": 1}[name]
+        day = said + timedelta(days=shift)
+        return f"on {day.isoformat()}", day.isoformat()
+    if name == "weekday":
+        which, weekday = match["which"].lower(), WEEKDAYS.index(match["day"].lower())
+        forward = which == "next" or (which in ("on", "this") and future)
+        if forward:
+            day = said + timedelta(days=(weekday - said.weekday() - 1) % 7 + 1)
+        else:
+            day = said - timedelta(days=(said.weekday() - weekday - 1) % 7 + 1)
+        return f"on {day.isoformat()}", day.isoformat()
+    if name == "ago":
+        count = int(match["count"]) if match["count"].isdigit() else _NUMBERS[match["count"].lower()]
+        unit = match["unit"].lower().rstrip("s")
+        if unit == "day":
+            day = said - timedelta(days=count)
+            return f"on {day.isoformat()}", day.isoformat()
+        if unit == "week":
+            day = said - timedelta(weeks=count)
+            return f"in the week of {day.isoformat()}", day.isoformat()
+        if unit == "month":
+            year, month = _months_before(said, count)
+            return f"in {MONTHS[month - 1].capitalize()} {year}", f"{year}-{month:02d}"
+        return f"in {said.year - count}", str(said.year - count)
+    if name == "last_unit":
+        step = -1 if match["which"].lower() == "last" else 1
+        unit = match["unit"].lower()
+        if unit == "week":
+            monday = said - timedelta(days=said.weekday()) + timedelta(weeks=step)
+            return f"in the week of {monday.isoformat()}", monday.isoformat()
+        if unit == "month":
+            year, month = _months_before(said, -step)
+            return f"in {MONTHS[month - 1].capitalize()} {year}", f"{year}-{month:02d}"
+        return f"in {said.year + step}", str(said.year + step)
+    # A month without a year: the last one (or, said of the future, the next one) of that name.
+    month = MONTHS.index(match["month"].lower()) + 1
+    prep = match["prep"].lower()
+    year = said.year
+    if future and prep == "in":
+        year += 1 if month < said.month else 0
+    elif month > said.month or (prep != "in" and month == said.month):
+        year -= 1
+    keep = "in" if prep in ("last", "this past") else prep
+    return f"{keep} {MONTHS[month - 1].capitalize()} {year}", f"{year}-{month:02d}"
+
+
+def _months_before(said: date, count: int) -> tuple[int, int]:
+    index = said.year * 12 + (said.month - 1) - count
+    return index // 12, index % 12 + 1

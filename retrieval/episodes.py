@@ -1,0 +1,177 @@
+"""Episodes: the user's own captured messages, searched beside the memories distilled from them.
+
+An extractor misses things people say in passing ("we adopted a greyhound on saturday, her name is
+Pixel"); the message itself is still kept (``capture.services.capture_submit``), so a question
+about it can still be answered in the user's own words. Episodes are found the way memories are,
+by meaning (the messages' vectors, ``retrieval.message_vectors``) and by their words (an IDF-weighted
+share of the query's words, the same signal the memory search calls ``coverage``), and scored by the
+same relevance model, so one cut and one ranking hold both (``retrieval.engine``).
+
+Only ``user`` and ``assistant`` messages with text are episodes. Isolation is the memories': the
+statement names the project and the end user, and the tables' row policies apply to the API's role.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from django.db import connection
+
+from memories.fields import vector_literal
+from memories.models import Message, Project
+from retrieval.search import Candidate
+
+# How many episodes each half (meaning, words) proposes before scoring.
+EPISODE_DEPTH = 30
+# An episode's id in the shared ranking, so it cannot collide with a memory's.
+PREFIX = "episode:"
+
+
+@dataclass
+class Episode:
+    """One message found for a query: what was said, by whom, when, and how it was found."""
+
+    id: str
+    conversation_id: str
+    session_id: str
+    role: str
+    content: str
+    said_at: datetime
+    correlation_id: str = ""
+    score: float = 0.0
+    matched_by: tuple[str, ...] = ()
+    candidate: Candidate | None = field(default=None, repr=False)
+
+    @property
+    def key(self) -> str:
+        return PREFIX + self.id
+
+
+def _statement(vector_count: int, query_vectors: int) -> str:
+    distances = ", ".join(
+        f"CASE WHEN mine.embedding_model = %(model)s THEN mine.embedding <=> %(v{i})s::vector END"
+        for i in range(vector_count)
+    )
+    nearest = (
+        f"""SELECT id FROM mine WHERE embedding_model = %(model)s
+            ORDER BY LEAST({", ".join(f"embedding <=> %(v{i})s::vector" for i in range(vector_count))})
+            LIMIT %(depth)s"""
+        if vector_count
+        else "SELECT NULL::uuid AS id WHERE false"
+    )
+    return f"""
+WITH mine AS MATERIALIZED (
+    SELECT m.id, m.search, m.embedding, m.embedding_model
+    FROM memories_message m JOIN memories_conversation c ON c.id = m.conversation_id
+    WHERE c.project_id = %(project)s AND c.user_id = %(user)s
+      AND m.role IN ('user', 'assistant') AND m.content <> ''
+),
+words AS (
+    SELECT w.lexeme,
+           ln(((SELECT count(*) FROM mine) + 1.0) / (count(mine.id) + 1.0)) + 0.1 AS weight
+    FROM unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS w(lexeme)
+    LEFT JOIN mine ON mine.search @@ quote_literal(w.lexeme)::tsquery
+    GROUP BY w.lexeme
+),
+keyword AS (
+    SELECT mine.id, sum(words.weight) / (SELECT sum(weight) FROM words) AS coverage
+    FROM mine JOIN words ON mine.search @@ quote_literal(words.lexeme)::tsquery
+    GROUP BY mine.id
+    ORDER BY coverage DESC, mine.id
+    LIMIT %(depth)s
+),
+nearest AS ({nearest})
+SELECT mine.id::text, keyword.coverage, mine.id IN (SELECT id FROM nearest),
+       ARRAY[{distances or "NULL::float8"}]::float8[]
+FROM mine LEFT JOIN keyword ON keyword.id = mine.id
+WHERE mine.id IN (SELECT id FROM keyword) OR mine.id IN (SELECT id FROM nearest)
+"""
+
+
+def find(
+    *,
+    project: Project,
+    user_id: str,
+    query: str,
+    model: str,
+    vectors: np.ndarray | None,
+    query_vectors: int,
+    depth: int = EPISODE_DEPTH,
+) -> list[Episode]:
+    """The user's episodes that match ``query`` by words or by any of ``vectors`` (the first
+    ``query_vectors`` rows are the query's, the rest HyDE's), each with a ``Candidate`` for scoring."""
+    count = 0 if vectors is None else len(vectors)
+    params: dict[str, Any] = {"project": project.pk, "user": user_id, "query": query, "model": model, "depth": depth}
+    for index in range(count):
+        assert vectors is not None
+        params[f"v{index}"] = vector_literal(vectors[index])
+    with connection.cursor() as cursor:
+        cursor.execute(_statement(count, query_vectors), params)
+        rows = cursor.fetchall()
+    found: dict[str, Candidate] = {}
+    for message_id, coverage, near, distances in rows:
+        cosines = [None if d is None else 1.0 - float(d) for d in (distances or [])]
+        asked = [c for c in cosines[:query_vectors] if c is not None]
+        hyde = [c for c in cosines[query_vectors:] if c is not None]
+        matched_by = [name for name, hit in (("keyword", coverage is not None), ("vector", near)) if hit]
+        found[message_id] = Candidate(
+            memory_id=PREFIX + message_id,
+            rrf=0.0,
+            cosine=max(asked) if asked else None,
+            hyde_cosine=max(hyde) if hyde else None,
+            keyword_coverage=None if coverage is None else float(coverage),
+            keyword_rank=None if coverage is None else 0,
+            matched_by=matched_by,
+        )
+    return [
+        _with_candidate(episode, found[episode.id])
+        for episode in load(project=project, user_id=user_id, ids=list(found))
+    ]
+
+
+def _with_candidate(episode: Episode, candidate: Candidate) -> Episode:
+    episode.candidate = candidate
+    episode.matched_by = tuple(candidate.matched_by)
+    return episode
+
+
+def load(*, project: Project, user_id: str, ids: Sequence[str]) -> list[Episode]:
+    """The user's episodes among ``ids`` (others' and missing ones are left out), in ``ids`` order."""
+    if not ids:
+        return []
+    rows = (
+        Message.objects.filter(
+            pk__in=list(ids),
+            conversation__project=project,
+            conversation__user_id=user_id,
+            role__in=("user", "assistant"),
+        )
+        .select_related("conversation")
+        .only(
+            "id",
+            "role",
+            "content",
+            "said_at",
+            "created_at",
+            "correlation_id",
+            "conversation__id",
+            "conversation__session_id",
+        )
+    )
+    by_id = {
+        str(m.pk): Episode(
+            id=str(m.pk),
+            conversation_id=str(m.conversation.pk),
+            session_id=m.conversation.session_id,
+            role=m.role,
+            content=m.content,
+            said_at=m.said_at or m.created_at,
+            correlation_id=m.correlation_id,
+        )
+        for m in rows
+    }
+    return [by_id[i] for i in ids if i in by_id]

@@ -1,0 +1,170 @@
+"""Episodes: what users said is kept and searched beside the memories distilled from it.
+
+Conversations go through POST /capture, the job runs in-process on the rule-based path, then
+POST /retrieve asks about them: real Postgres, real embedder, no LLM.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from capture.models import CaptureJob
+from capture.pipeline import run_job
+from memories.models import Memory, Message
+from retrieval.memory_vectors import embed_memories
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def no_llm(settings):
+    settings.MEMORYHUB_LLM_BASE_URL, settings.OPENAI_API_KEY = "", ""
+
+
+def capture(api, messages: list[dict[str, Any]], *, user_id: str = "alice", session_id: str = "s1") -> CaptureJob:
+    body = {"user_id": user_id, "session_id": session_id, "trigger": "compaction", "messages": messages}
+    response = api.post("/capture", body)
+    assert response.status_code == 202, response.content
+    job = CaptureJob.objects.get(pk=response.json()["job_id"])
+    run_job(job_id=str(job.pk))
+    job.refresh_from_db()
+    assert job.status == "done", job.error
+    embed_memories(list(Memory.objects.filter(pk__in=job.memory_ids)))  # the worker's embedding task
+    return job
+
+
+def ask(api, query: str, *, user_id: str = "alice", **fields: Any) -> dict[str, Any]:
+    response = api.post("/retrieve", {"user_id": user_id, "query": query, **fields})
+    assert response.status_code == 200, response.content
+    return dict(response.json())
+
+
+def texts(body: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in body["memories"]] + [e["content"] for e in body["episodes"]]
+
+
+DOG = [
+    {"role": "user", "content": "we adopted a greyhound on saturday, her name is Pixel", "correlation_id": "d1"},
+    {"role": "assistant", "content": "Congratulations! Greyhounds are lovely, calm dogs."},
+    {"role": "user", "content": "thanks! anyway can you help me plan the week", "correlation_id": "d3"},
+    {"role": "assistant", "content": "Sure, what do you have on?"},
+]
+
+
+def test_a_fact_said_in_passing_is_found(api):
+    capture(api, DOG)
+    body = ask(api, "What's my dog called?")
+    assert any("Pixel" in text for text in texts(body)), body
+
+
+def test_what_no_memory_holds_is_found_in_the_users_own_words(api):
+    job = capture(
+        api,
+        [
+            {
+                "role": "user",
+                "content": "lol pixel stole a whole baguette off the counter again",
+                "correlation_id": "b1",
+            },
+            {"role": "assistant", "content": "Oh no, greyhounds are tall enough to reach everything!"},
+        ],
+    )
+    assert job.memory_ids == []
+    body = ask(api, "what did pixel steal?")
+    said = next(e for e in body["episodes"] if "baguette" in e["content"])
+    assert (said["role"], said["session_id"], said["correlation_id"]) == ("user", "s1", "b1")
+    assert said["score"] > 0 and said["matched_by"]
+    assert "baguette" in body["injection"] and "the user said on" in body["injection"]
+
+
+def test_the_celiac_sentence_is_found_for_a_question_about_food(api):
+    capture(
+        api,
+        [
+            {
+                "role": "user",
+                "content": "I have to be careful since my doctor confirmed I have celiac disease last month",
+            },
+            {"role": "assistant", "content": "Thanks for telling me, I'll keep that in mind."},
+        ],
+    )
+    body = ask(api, "Is there anything I can't eat?")
+    assert any("celiac" in text for text in texts(body)), body
+
+
+def test_a_message_sent_again_in_a_later_window_is_stored_once(api):
+    capture(api, DOG[:2])
+    capture(api, DOG)
+    stored = Message.objects.filter(conversation__user_id="alice").order_by("seq")
+    assert [m.content for m in stored] == [m["content"] for m in DOG]
+
+
+def test_the_message_time_is_kept(api):
+    said = {"role": "user", "content": "quick one: are greyhounds fast?", "timestamp": "2026-03-09T10:00:00+01:00"}
+    capture(api, [said])
+    message = Message.objects.get(conversation__user_id="alice")
+    assert message.said_at.isoformat() == "2026-03-09T09:00:00+00:00"
+    body = ask(api, "greyhounds")
+    assert body["episodes"][0]["said_at"].startswith("2026-03-09T09:00:00")
+
+
+def test_a_bad_timestamp_is_a_422_and_stores_nothing(api):
+    body = {
+        "user_id": "alice",
+        "trigger": "compaction",
+        "messages": [{"role": "user", "content": "hello there", "timestamp": "last tuesday"}],
+    }
+    response = api.post("/capture", body)
+    assert response.status_code == 422
+    assert response.json()["error"]["code"] == "validation_error"
+    assert not Message.objects.exists() and not CaptureJob.objects.exists()
+
+
+def test_a_memory_names_the_message_it_came_from_and_is_not_returned_beside_it(api):
+    job = capture(
+        api,
+        [
+            {"role": "user", "content": "My sister Nina is a nurse in Leeds.", "correlation_id": "n1"},
+            {"role": "assistant", "content": "That's a demanding job!"},
+        ],
+    )
+    memory = Memory.objects.get(pk=job.memory_ids[0])
+    message = Message.objects.get(correlation_id="n1")
+    assert memory.source["messages"] == [{"id": str(message.pk), "correlation_id": "n1"}]
+    assert memory.source["extractor"] == "rules"
+    fetched = api.get(f"/memories/{memory.pk}", user_id="alice").json()
+    assert fetched["source"]["messages"][0]["id"] == str(message.pk)
+
+    body = ask(api, "What does my sister do for a living?")
+    assert [m["id"] for m in body["memories"]][:1] == [str(memory.pk)]
+    assert str(message.pk) not in [e["id"] for e in body["episodes"]]
+
+
+def test_episodes_never_cross_users_or_projects(api, other_api):
+    capture(api, DOG)
+    assert ask(api, "What's my dog called?", user_id="mallory")["episodes"] == []
+    assert ask(other_api, "What's my dog called?")["episodes"] == []
+
+
+def test_episodes_are_erased_with_their_user(api):
+    capture(api, DOG)
+    assert api.delete("/users/alice").status_code == 200
+    assert not Message.objects.filter(conversation__user_id="alice").exists()
+    assert ask(api, "What's my dog called?")["episodes"] == []
+
+
+def test_a_request_can_leave_episodes_out_and_a_kind_filter_does(api):
+    capture(api, DOG)
+    assert ask(api, "What's my dog called?", episodes=False)["episodes"] == []
+    assert ask(api, "What's my dog called?", kinds=["fact"])["episodes"] == []
+
+
+def test_the_turn_cache_answers_with_the_same_episodes(api):
+    capture(api, DOG)
+    first = ask(api, "What's my dog called?", turn_id="t1")
+    again = ask(api, "What's my dog called?", turn_id="t1")
+    assert again["cached"] is True
+    assert [e["id"] for e in again["episodes"]] == [e["id"] for e in first["episodes"]]
+    assert again["injection"] == first["injection"]
