@@ -1,4 +1,4 @@
-"""Request and response schemas of the memory endpoints (the contract in API.md)."""
+"""Request and response schemas of the memory endpoints (the contract in docs/api.md)."""
 
 from __future__ import annotations
 

@@ -87,7 +87,7 @@ def apply(schema_editor: Any, statements: list[str]) -> None:
     if not can_manage_roles(schema_editor):
         log.warning(
             "row-level security skipped: database user may not create roles; the API runs without it "
-            "(DECISIONS.md 'Row-level security')"
+            "(docs/adr/0014-row-level-security.md)"
         )
         return
     for statement in statements:

@@ -119,7 +119,7 @@ class LocalEmbedder:
     text's vector would depend on its neighbours; alone, a text always gets the same vector, as
     a memory and as a query. Many texts are spread over ``threads()`` worker threads, each run
     on one core. ``int8=False`` keeps the model's float32 products, in padded batches of
-    ``batch_size``, shortest first (DECISIONS.md, "One int8 route for every text").
+    ``batch_size``, shortest first (docs/adr/0030-one-int8-route-for-every-text.md).
     """
 
     name = LOCAL_MODEL_NAME
@@ -321,7 +321,7 @@ class MpnetEmbedder(LocalEmbedder):
     """all-mpnet-base-v2 (768 dimensions, int8 ONNX) from the folder ``make mpnet`` builds.
 
     Optional: about four times slower per query than MiniLM for a small gain on paraphrases
-    (DECISIONS.md, "Embedding model: MiniLM vs mpnet"). A project moves to it with
+    (docs/adr/0028-default-embedder-minilm-int8.md). A project moves to it with
     ``manage.py reembed --model all-mpnet-base-v2``; ``MEMORYHUB_EMBEDDER=local-mpnet`` makes it
     the model of projects that never chose one.
     """

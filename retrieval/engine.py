@@ -171,7 +171,7 @@ def retrieve(*, project: Project, request: RetrieveRequest, trace: Trace | None 
         result = RetrieveResult()
     if key and "database" not in trace.degraded:
         # Before the answer, not on the deferred writer: the same turn_id asked again at once must
-        # find it (API.md: no new LLM or embedding call).
+        # find it (docs/api.md: no new LLM or embedding call).
         cache.put(key, result.cache_entry())
     return _finish(project, request, trace, result, started)
 
