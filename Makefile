@@ -47,7 +47,7 @@ format: install
 test: install browser lint
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/test MEMORYHUB_STOP_SERVERS=1 $(PY) -m pytest
 
-# Deep fuzzing (issue 17): Schemathesis with many examples per operation and the isolation
+# Deep fuzzing (docs/adr/0017-opaque-user-ids-and-fuzzing.md): Schemathesis with many examples per operation and the isolation
 # fuzzer at 50,000 requests; `make test` runs both at their quick sizes.
 fuzz: install
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/test SCHEMA_FUZZ_EXAMPLES=$${SCHEMA_FUZZ_EXAMPLES:-60} \

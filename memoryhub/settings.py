@@ -56,7 +56,7 @@ REDIS_URL = REDIS_URL or embedded.redis_url(MEMORYHUB_HOME)
 PORT = env.integer("PORT", 8000, "HTTP port of `make run`", minimum=1)
 MEMORYHUB_BIND = env.text("MEMORYHUB_BIND", "127.0.0.1", "address `make run` listens on (`0.0.0.0`: every interface)")
 # One worker process per core (at least two, so a slow request never blocks the service):
-# measured on 2 cores, 2 workers answered 4 clients faster than 3 (DECISIONS.md "Speed against mem0").
+# measured on 2 cores, 2 workers answered 4 clients faster than 3 (docs/adr/0043).
 WEB_CONCURRENCY = env.integer(
     "WEB_CONCURRENCY",
     max(2, os.cpu_count() or 2),

@@ -49,7 +49,7 @@ INT8_ROUTE = ":int8"
 # onnxruntime fuses each residual Add and LayerNorm into one SkipLayerNormalization, whose CPU
 # kernel took ~100 us on a 37-token text where the LayerNormalization it replaces takes ~17 (ORT's
 # profiler): unfused, a LoCoMo turn embeds in 4.0 instead of 5.1 ms on one core (int8 route), 9.6
-# instead of 10.5 ms as float32 (DECISIONS.md, "The embedding's graph", issue 12, session 8).
+# instead of 10.5 ms as float32 (docs/adr/0030-one-int8-route-for-every-text.md).
 DISABLED_OPTIMIZERS = ["SkipLayerNormFusion"]
 TOKENIZER_PATH = Path(__file__).parent / "data" / "all-MiniLM-L6-v2-tokenizer.json"
 MPNET_MODEL_NAME = mpnet.MODEL_NAME
@@ -222,7 +222,7 @@ class LocalEmbedder:
         On a quiet machine the other cores idle while a question embeds: on an AVX2-only 2-core
         EPYC a question took 14.4 ms on one thread and 8.5 on two, the same vector bit for bit.
         Under load every core is busy with other requests, and the second thread only adds
-        hand-offs (DECISIONS.md, issue 12, session 12). Outside a request (Celery's workers
+        hand-offs (docs/adr/0031-query-threads-when-idle.md). Outside a request (Celery's workers
         embedding a capture's memories, management commands) nothing tells how busy the machine
         is: one thread, as before.
         """

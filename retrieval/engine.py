@@ -236,8 +236,7 @@ def _run(
     model = active_model(project)
     queries = query_texts(query, context)
     # The search sends its full-text statement, then asks for the query vectors: they are embedded
-    # on this thread while Postgres runs that statement (no second thread to wake; DECISIONS.md,
-    # session 21).
+    # on this thread while Postgres runs that statement (no second thread to wake).
     # Computed once: the search asks for the vectors, then the scoring.
     embedding = functools.cache(
         lambda: embed_queries(

@@ -77,7 +77,7 @@ class RelevanceModel:
 
 
 #: What the engine uses: ``manage.py fit_relevance --fit golden,everyday`` (weights on both
-#: labelled sets, each weighing the same; the cut chosen on them under the issue's examples;
+#: labelled sets, each weighing the same; the cut chosen on them under the product's examples;
 #: LoCoMo never used). docs/adr/0035-fitted-relevance-cut.md has the held-out figures.
 FITTED = RelevanceModel(
     weights=(0.8602, 0.802, 1.1401),
@@ -152,7 +152,7 @@ def evidences(
     candidates: Sequence[Candidate], *, stats: Background, query_vectors: int, model: RelevanceModel = FITTED
 ) -> list[Evidence]:
     """The features of each candidate and its score, computed for all of them at once: one at a
-    time in Python, ~90 candidates cost ~0.8 ms on session 18's machine (DECISIONS.md, issue 12).
+    time in Python, ~90 candidates cost ~0.8 ms on a 2-core Xeon.
     The same arithmetic in the same order as the per-candidate formula it replaced, float for float;
     the logistic stays ``math.exp``."""
     if not candidates:

@@ -1,4 +1,4 @@
-"""Isolation fuzzing (issue 17, item 2): thousands of adversarial requests, zero leaks.
+"""Isolation fuzzing: thousands of adversarial requests, zero leaks.
 
 Two tenants share user ids on purpose. Every victim row carries a canary string; an attacker
 (another user of tenant A, or tenant B's key) calls every endpoint with victims' ids planted in
