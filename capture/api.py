@@ -1,4 +1,4 @@
-"""The capture and observation endpoints of API.md: accept work with 202, report on jobs."""
+"""The capture and observation endpoints of docs/api.md: accept work with 202, report on jobs."""
 
 from __future__ import annotations
 

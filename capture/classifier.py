@@ -147,7 +147,7 @@ def classifier_schema(*, taxonomy: Sequence[str], visible_ids: Collection[str]) 
     item = {
         "type": "object",
         # "supersedes" first: deciding what the statement replaces before writing it is what
-        # made Qwen2.5-Coder-1.5B propose the supersede of a change of mind (DECISIONS.md).
+        # made Qwen2.5-Coder-1.5B propose the supersede of a change of mind.
         "properties": {
             "supersedes": one_id,
             "content": {"type": "string"},

@@ -1,4 +1,4 @@
-"""Request and response schemas of the capture and observation endpoints (API.md)."""
+"""Request and response schemas of the capture and observation endpoints (docs/api.md)."""
 
 from __future__ import annotations
 

@@ -108,8 +108,7 @@ def capture_submit(
 # The session's unstarted turn jobs other than the new one, oldest first, locked until the
 # submitting transaction ends. Every turn capture asks and nearly always finds none: a prepared
 # statement (``memoryhub.prepared``), without the ORM's query building, and the jobs are loaded only
-# when there are some (capture ack, 2-core Intel: 1.12 -> 0.14-0.17 ms of CPU;
-# DECISIONS.md, session 19).
+# when there are some (capture ack, 2-core Intel: 1.12 -> 0.14-0.17 ms of CPU).
 _OLDER_QUEUED_TURNS = f"""
 SELECT id FROM {CaptureJob._meta.db_table}
 WHERE project_id = %(project)s AND user_id = %(user)s AND session_id = %(session)s

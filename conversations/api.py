@@ -1,4 +1,4 @@
-"""The conversation endpoints of API.md: durable conversations and their messages.
+"""The conversation endpoints of docs/api.md: durable conversations and their messages.
 
 ``ChatMessageIn`` (the message every endpoint that takes chat messages accepts) is in
 ``conversations/schemas.py``; the other schemas serve only this router.

@@ -2,7 +2,7 @@
 ``bench_capture``).
 
 The same code's figures have differed by about two between the kinds of machine this project is
-measured on (DECISIONS.md, issue 12, sessions 22 to 24). Two 2-vCPU machines were an AMD Zen 3 without
+measured on (docs/benchmarks.md). Two 2-vCPU machines were an AMD Zen 3 without
 VNNI and a Zen 4 with AVX-512 VNNI. A third was an Intel Xeon with AMX. A 20 x 384 x 1,536 int8 product took
 247 µs on the first and 47 µs on the third. So a figure without its CPU cannot be compared with another.
 Each report names the usable CPUs and the CPU's model, family and model number. It also lists which of
@@ -18,7 +18,7 @@ from typing import Any
 from retrieval.embedders import usable_cpus
 
 # The instruction sets onnxruntime's int8 products are chosen by (x86): AVX2 alone saturates
-# uint8 x int8 pairs (DECISIONS.md, session 23); VNNI and AMX do not.
+# uint8 x int8 pairs (a Zen 3 lost exactness there); VNNI and AMX do not.
 INT8_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8")
 
 

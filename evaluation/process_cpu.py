@@ -3,7 +3,7 @@
 ``bench_retrieve`` reports, besides latency, how many milliseconds of CPU a request costs the
 web workers and the database backends that answered it. Over HTTP on a full machine that is what
 decides throughput and queueing, and it moves less with the machine's phase than latency does
-(DECISIONS.md, issue 12, session 13). Where ``/proc`` is missing, or the database runs on another
+(docs/adr/0053-benchmark-method.md). Where ``/proc`` is missing, or the database runs on another
 host, the figures are left out (None), never guessed.
 """
 

@@ -28,7 +28,7 @@ _Array = npt.NDArray[np.float64]
 
 MIN_SCORES = tuple(round(float(x), 3) for x in np.arange(0.01, 0.9, 0.01))
 MARGINS = (0.0, 0.3, 0.5, 0.6, 0.7, 0.8)
-# What a default cut must reach on a set it was not fitted on (issue 10): answerable R@5,
+# What a default cut must reach on a set it was not fitted on (docs/adr/0035): answerable R@5,
 # unanswerable questions answered with nothing, relevant share of what is returned.
 TARGETS = {"recall_at_5": 0.9, "negatives_empty": 0.8, "precision": 0.7}
 # A missed answer counts twice: an agent without the memory that answers behaves as if it

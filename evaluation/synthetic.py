@@ -99,7 +99,7 @@ def varied_memories(count: int, *, seed: int = 0) -> list[str]:
 
     No two are the same sentence, and few differ in one phrase only; ``synthetic_sentences`` makes
     ~8,400 sentences with "(note N)" variants of each, which a vector index keeps as clusters of
-    near-identical points (DECISIONS.md, issue 12, session 14).
+    near-identical points (docs/adr/0053-benchmark-method.md).
     """
     rng = random.Random(seed)
     seen: set[str] = set()

@@ -43,7 +43,7 @@ class ImportOut(Schema):
 )
 def export(request: HttpRequest, query: Query[ExportQuery]) -> StreamingHttpResponse:
     """The key's project (or one user's part of it) as JSON lines: every version of every memory
-    with its revisions, the links, and conversations when asked (README "Export and import")."""
+    with its revisions, the links, and conversations when asked (docs/guide.md "Export and import")."""
     project = api_key(request).project
     lines = _export_lines(project=project, user_id=query.user_id, conversations=query.conversations)
     response = StreamingHttpResponse((line + "\n" for line in list(lines)), content_type=NDJSON)

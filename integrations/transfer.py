@@ -1,4 +1,4 @@
-"""Lossless export and import of a project's memory as JSON lines (issue 13).
+"""Lossless export and import of a project's memory as JSON lines (docs/adr/0046).
 
 The file is one JSON object a line, each with a ``type``:
 

@@ -1,4 +1,4 @@
-"""The memory endpoints of API.md. Operations stay thin: parse, call a service or
+"""The memory endpoints of docs/api.md. Operations stay thin: parse, call a service or
 selector, shape the answer. Isolation is the selectors' job."""
 
 from __future__ import annotations

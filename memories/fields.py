@@ -5,7 +5,7 @@ pgvector's ``Vector.to_text`` writes each float32 as the shortest repr of its fl
 exactly enough to give back the same float32, which is what ``vector`` stores. ``vector_literal``
 builds that text in one C-level format call (~95 µs, a third shorter): storing 5,882 LoCoMo
 vectors spends ~0.85 s less CPU, and every query vector the search sends is smaller too
-(DECISIONS.md, "The retrieval log and the search's round trips").
+(docs/adr/0044-vector-indexes-and-reembedding.md).
 
 Bulk writes go further: ``binary_vectors`` and ``use_binary_vectors`` send vectors in pgvector's
 binary form as server-side parameters (``retrieval.memory_vectors.store_vectors``), with no text at all.
@@ -55,7 +55,7 @@ class VectorBytes(bytes):
 def binary_vectors(vectors: Any) -> list[VectorBytes]:
     """Rows of a 2-D array in pgvector's binary form: a big-endian uint16 dimension, a zero
     uint16, then the float32 values big-endian. Postgres copies them in; the text form costs a
-    formatted float per value here and a parsed one there (storing 1,000 vectors: DECISIONS.md)."""
+    formatted float per value here and a parsed one there, for every vector stored."""
     rows = np.ascontiguousarray(vectors, dtype=">f4")
     if rows.ndim != 2:
         raise ValueError("binary_vectors takes one vector per row")

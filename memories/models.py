@@ -191,7 +191,7 @@ class Memory(models.Model):
             ),
             # btree_gin: the full-text match reads only the caller's rows, not the project's. New
             # rows wait in the index's pending list until it holds 64 kB: every search reads that
-            # list whole, and at Postgres's 4 MB it cost more than the match (DECISIONS.md, session 9).
+            # list whole, and at Postgres's 4 MB it cost more than the match.
             GinIndex(
                 fields=["project", "user_id", "search"],
                 name="memory_user_search_gin",
@@ -285,7 +285,7 @@ class Embedding(models.Model):
             # A user's vectors, in half precision, with their memory ids: the search reads a user's
             # own vectors exactly from this index alone (index-only, no heap row), 10,000 of them in
             # ~7.6 ms against ~12.3 ms with the full vectors in the index and ~14 ms through the
-            # table (``retrieval.search.VECTOR_EXACT_MAX_ROWS``; DECISIONS.md, issue 12).
+            # table (``retrieval.search.VECTOR_EXACT_MAX_ROWS``; docs/adr/0025).
             models.Index(
                 fields=["model", "project", "user_id"], include=["memory", "vector_half"], name="embedding_owner_half"
             ),
@@ -345,7 +345,7 @@ class MemoryTerm(models.Model):
     index that meant reading each such memory's row from the wide memory table (~500 rows in ~500
     heap blocks at 100k memories, a user's rows being spread over the table) and ranking each
     tsvector; here the same words are a few adjacent index entries, read without the table
-    (DECISIONS.md, issue 12, session 25).
+    (docs/adr/0040-full-text-from-memory-terms.md).
 
     ``weight`` is the word's term in ``ts_rank``'s sum for a memory (default weights, no
     normalisation, every position of weight D as ``to_tsvector`` gives): a function of how many

@@ -1,4 +1,4 @@
-"""The scratchpad endpoints of API.md: per-user key-value working memory.
+"""The scratchpad endpoints of docs/api.md: per-user key-value working memory.
 
 Keys may contain ``/`` (``task/42/plan``), hence the ``path`` converter. Django tries
 URL patterns in order, so ``/scratchpad/search`` is registered before

@@ -351,7 +351,7 @@ def memory_restore(*, memory: Memory, actor: str, reason: str = "") -> Memory:
     return _set_status(memory, status=previous, action="restore", actor=actor, reason=reason)
 
 
-# --- Review: supersede-instead, merge, and undoing a review decision (issue 16) -----------
+# --- Review: supersede-instead, merge, and undoing a review decision -----------------------
 
 
 def _pending_and_target(proposal_id: Any, target_id: Any) -> tuple[Memory, Memory]:

@@ -39,7 +39,7 @@ class ApiKeyAuth(HttpBearer):
 api = NinjaAPI(
     title="MemoryHub API",
     version="1",
-    description="Long-term memory for AI agents. See API.md for the contract.",
+    description="Long-term memory for AI agents. The contract: docs/api.md in the repository.",
     auth=ApiKeyAuth(),
     urls_namespace="api",
     docs_url="/docs",

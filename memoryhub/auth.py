@@ -23,7 +23,7 @@ class ErrorBody(Schema):
 
 
 class ErrorOut(Schema):
-    """The error envelope every API answer outside 2xx has (API.md "Errors")."""
+    """The error envelope every API answer outside 2xx has (docs/api.md "Errors")."""
 
     error: ErrorBody
 

@@ -1,4 +1,4 @@
-"""The one reader of MemoryHub's configuration (README "Configuration").
+"""The one reader of MemoryHub's configuration (docs/configuration.md).
 
 Every environment variable is declared once, by the line of ``memoryhub/settings.py`` that
 reads it, with its type, default and meaning::
@@ -35,7 +35,7 @@ _FALSE = {"0", "false", "no", "off"}
 
 @dataclass(frozen=True)
 class Variable:
-    """One declared environment variable: what the README's Configuration table lists."""
+    """One declared environment variable: what the table of docs/configuration.md lists."""
 
     name: str
     default: str
@@ -100,7 +100,7 @@ class Environment:
     def reserve(self, *names: str) -> None:
         """Names that work in progress will read: setting them is not a typo.
 
-        Replace a reserved name by a typed line (and a README row) when code starts reading it.
+        Replace a reserved name by a typed line (and a row in docs/configuration.md) when code starts reading it.
         """
         self.reserved.update(names)
 
@@ -121,7 +121,7 @@ class Environment:
         for name in self.unknown():
             close = difflib.get_close_matches(name, [*self.variables, *self.reserved], n=1, cutoff=0.75)
             hint = f" (did you mean {close[0]}?)" if close else ""
-            problems.append(f"{name} is set but is not a MemoryHub variable{hint}; see README 'Configuration'")
+            problems.append(f"{name} is set but is not a MemoryHub variable{hint}; see docs/configuration.md")
         if problems:
             raise ImproperlyConfigured("MemoryHub configuration:\n  - " + "\n  - ".join(problems))
 

@@ -3,8 +3,7 @@
 ``defer(work)`` hands ``work`` to this process's writer thread, which runs it on its own database
 connection, in order. The retrieval log is the user: an INSERT and its WAL flush, about 2 ms of a
 16 ms retrieve on the 2-core machine, which the caller (an HTTP client, an agent calling the
-engine in process, ``manage.py mcp``) no longer waits for (DECISIONS.md, "The retrieval log and
-the search's round trips").
+engine in process, ``manage.py mcp``) no longer waits for (docs/adr/0038-deferred-writes.md).
 
 ``work`` runs at once, on the caller's connection, when the caller is inside a transaction
 (another connection cannot see rows it has not committed, and the work belongs with it) or when
@@ -15,9 +14,9 @@ Tests drain it after each test (``tests/conftest.py``).
 Work goes in batches: the writer, on taking an item, sleeps ``LINGER_S`` and then takes what was
 queued meanwhile, running the work in order and inserting each model's rows (``defer_insert``) in
 one statement after it. The log's INSERT, one per retrieve, was ~0.45 ms of the ~15 ms of CPU a
-retrieve costs at 100k memories and 4 clients (DECISIONS.md, "Session 10", issue 12). While it
+retrieve costs at 100k memories and 4 clients. While it
 sleeps the writer waits on no queue, so queueing an item wakes no thread: a caller holding the
-GIL was otherwise switched out for the writer it woke, once per item (session 11). A flush ends
+GIL was otherwise switched out for the writer it woke, once per item. A flush ends
 the sleep at once.
 """
 
@@ -204,7 +203,7 @@ def _insert_rows(model: type[Model], instances: list[Model]) -> None:
     """``instances`` in one INSERT, each column as ``bulk_create`` would write it (the field's
     ``pre_save`` and database value; a primary key the database numbers and generated columns are
     left to it), without the ORM's query building: 0.34-0.43 ms a retrieval log row before,
-    0.20-0.22 now, three rows a statement with its round trip (DECISIONS.md, issue 12, session 13).
+    0.20-0.22 this way, three rows a statement with its round trip.
     The instances get no primary key back: nobody reads them.
     """
     fields = [

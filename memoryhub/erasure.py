@@ -5,7 +5,7 @@ and vectors), conversations (with messages), capture jobs, retrieval log rows, s
 entries and keyword statistics, and then drops the Redis entries derived from them: the session
 tails of their conversations and the cached vectors of their memories' and messages' texts.
 It returns the count per kind as evidence. Used by ``manage.py erase_user`` and
-``DELETE /api/v1/users/{user_id}`` (DECISIONS.md "Erasing a user").
+``DELETE /api/v1/users/{user_id}`` (docs/adr/0016-erasing-a-user.md).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Domain errors. Services and selectors raise these; the API maps each to the
-error envelope of API.md in one exception handler (memoryhub/api.py)."""
+error envelope of docs/api.md in one exception handler (memoryhub/api.py)."""
 
 from __future__ import annotations
 

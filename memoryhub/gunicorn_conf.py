@@ -15,8 +15,8 @@ from gunicorn import util as gunicorn_util
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
 # A web worker embeds one short query at a time while other requests keep the cores busy: one
-# ONNX thread each answered 4 clients faster than one per core (DECISIONS.md "Speed against
-# mem0"). A question asked while nothing else is answered takes MEMORYHUB_QUERY_THREADS instead
+# ONNX thread each answered 4 clients faster than one per core (docs/adr/0043). A question
+# asked while nothing else is answered takes MEMORYHUB_QUERY_THREADS instead
 # (memoryhub/inflight.py). Celery workers keep every core for their batches. Set before the settings load.
 os.environ.setdefault("MEMORYHUB_EMBED_THREADS", "1")
 from django.conf import settings  # noqa: E402 - after the settings module is named
@@ -56,7 +56,7 @@ def child_exit(server: Any, worker: Any) -> None:
 
 
 def post_worker_init(worker: Any) -> None:
-    """Warm start: a worker's first retrieve as fast as its second (issue 13, item 4).
+    """Warm start: a worker's first retrieve as fast as its second (docs/adr/0043).
 
     Before taking requests: load the embedding model (its batch and query sessions), the token
     encoding and the relevance background (about a second each), then send one request through
@@ -76,7 +76,7 @@ def post_worker_init(worker: Any) -> None:
     # What the worker has built so far lives as long as the worker: out of the garbage collector's
     # sight (gc.freeze), a full collection no longer walks its ~195,000 objects. At 100k memories
     # and 4 clients a full collection came about every 500 requests and held the GIL for ~110 ms,
-    # stalling every request of the worker; frozen, 2.5 ms (DECISIONS.md, issue 12, session 10).
+    # stalling every request of the worker; frozen, 2.5 ms.
     gc.collect()
     gc.freeze()
 
@@ -110,7 +110,7 @@ def _warm_request_path() -> None:
 # A request gunicorn refuses before Django sees it (a request line over `limit_request_line`:
 # 414; too many or too long headers: 431; a malformed request: 400) was answered with an HTML
 # page. gunicorn writes those through `gunicorn.util.write_error`; replaced here, in the master
-# before the workers fork, by the same JSON envelope every API error uses (issue 17, defect 7).
+# before the workers fork, by the same JSON envelope every API error uses, so clients parse one shape.
 _GUNICORN_CODES = {400: "bad_request", 403: "forbidden", 414: "uri_too_long", 431: "headers_too_large"}
 
 

@@ -3,14 +3,14 @@
 A gthread worker keeps a keep-alive connection to the end, and every worker wakes for a new one;
 whichever accepts first keeps it. With four busy clients on two workers that was often three on
 one worker and one on the other: three requests shared one process's interpreter lock while the
-other process idled, and the 4-client p95 rose from 45-51 to 55-70 ms (DECISIONS.md, issue 12,
-session 17). Here a worker that holds more connections than another leaves a new one to that
+other process idled, and the 4-client p95 rose from 45-51 to 55-70 ms
+(docs/adr/0043-web-process-layout.md). Here a worker that holds more connections than another leaves a new one to that
 worker, for ``DEFER_S`` at most (it may be busy), then takes it itself. Each worker's count is in
 shared memory (``memoryhub.inflight``). Configured in ``gunicorn_conf``.
 
 When the other worker was slow to accept all the same (on a busy 2-core machine it may not run
 for longer than ``DEFER_S``), the split stays uneven for as long as the clients stay connected:
-3 : 1 in two of six 4-client runs on session 18's machine. So a worker holding two connections more
+3 : 1 in two of six 4-client runs on a 2-core Xeon. So a worker holding two connections more
 than another answers a request with "Connection: close"; HTTP/1.1 clients open a new connection
 for their next request, and the accept rule above sends it to the worker with fewer.
 
@@ -18,8 +18,7 @@ A request thread that has answered on a kept-alive connection waits up to ``LING
 connection's next request and answers it too, unless another connection's request is waiting for a
 thread. gthread's own way hands the connection to the main thread's poller, which hands the next
 request to a thread again: two wake-ups between threads per request, each waiting for a core on a
-busy machine (2,000 capture acks from 2 clients, paired: p95 11.4-13.6 -> 8.8-10.0 ms;
-DECISIONS.md, issue 12, session 19).
+busy machine (2,000 capture acks from 2 clients, paired: p95 11.4-13.6 -> 8.8-10.0 ms).
 """
 
 from __future__ import annotations

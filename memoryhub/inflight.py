@@ -3,7 +3,7 @@
 The local model embeds a question on two cores when the service answers nothing else
 (``retrieval.embedders.LocalEmbedder.query_threads``): on a quiet machine the second core is free,
 and one question embeds in about 60 % of the time; under load every core is already busy and a
-second thread only adds hand-offs (DECISIONS.md, issue 12, session 12).
+second thread only adds hand-offs (docs/adr/0031-query-threads-when-idle.md).
 
 Under gunicorn the master keeps one counter per worker in shared memory (``SLOTS``): it hands a
 worker its slot before forking it and zeroes the slot when the worker exits, so a worker killed

@@ -41,7 +41,7 @@ DEFAULT_PORT = 8077
 CONTEXT_TOKENS = 8192
 READY_TIMEOUT_S = 180.0
 # Seconds to suggest for MEMORYHUB_CAPTURE_LLM_TIMEOUT: below the capture task's 240 s soft limit,
-# above a cold classification on two busy cores (DECISIONS.md "A real local model").
+# above a cold classification on two busy cores (docs/adr/0010-rule-based-extractor-is-the-default.md).
 CAPTURE_TIMEOUT_S = 180
 
 

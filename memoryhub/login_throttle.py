@@ -1,4 +1,4 @@
-"""Sign-in throttling for the curation UI and the Django admin (issue 17, defect 7).
+"""Sign-in throttling for the curation UI and the Django admin (docs/adr/0019-sign-in-throttling.md).
 
 Failed sign-ins are counted in Redis per (username, client address) over a 15-minute window;
 at ``LIMIT`` failures every further attempt for that pair — the right password included — is

@@ -4,9 +4,9 @@ prepared statements with their parameters bound by the server.
 Django binds parameters on the client: every statement reaches Postgres as one text with the
 values inlined, and Postgres parses, rewrites and plans it afresh. For the hybrid search's two
 statements, the load of the returned memories and the API-key lookup that was ~1.9 ms of the
-~6 ms of Postgres CPU a retrieve cost (100k memories, ``pg_stat_statements``, DECISIONS.md "Session
-17"). Prepared once per connection, Postgres plans each with its parameters for the first five
-runs and then, when a plan for any parameters is estimated no worse, keeps that one
+~6 ms of Postgres CPU a retrieve cost (100k memories, ``pg_stat_statements``;
+docs/adr/0039-prepared-statements.md). Prepared once per connection, Postgres plans each with its
+parameters for the first five runs and then, when a plan for any parameters is estimated no worse, keeps that one
 (``plan_cache_mode`` auto, Postgres's default for prepared statements).
 
 ``cursor()`` is a Django cursor (the execute wrappers, ``connection.queries`` when debugging, the
@@ -46,8 +46,7 @@ class _PreparingCursor(psycopg.Cursor):
         # The connection works (the statement ran; in a pipeline it went out, and a dead connection
         # raises when its rows are read). Django's health check (SELECT 1 before a request's first
         # Django cursor) would only find that again, so it is not run after this. On the retrieve
-        # path it ran right after the key lookup: a round trip of its own on every request
-        # (DECISIONS.md, issue 12, session 26).
+        # path it ran right after the key lookup: a round trip of its own on every request.
         connection.health_check_done = True  # type: ignore[attr-defined]
         return executed
 

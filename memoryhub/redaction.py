@@ -1,6 +1,6 @@
 """Find and redact secrets so that none is ever stored: not as (or inside) a memory, and not in
 a conversation message, a capture window or an observation payload (every storage boundary
-calls :func:`redact`; DECISIONS.md "Secrets at every storage boundary").
+calls :func:`redact`; docs/adr/0015-secrets-redacted-at-every-boundary.md).
 
 Two kinds of pattern: *shaped* secrets recognisable on their own (provider key formats,
 JWTs, PEM private keys) and *labelled* secrets recognisable only by what precedes them

@@ -5,7 +5,7 @@ timeouts: every caller treats Redis as optional and degrades (named) when it is 
 
 redis-py reads the replies with hiredis (a C parser, a dependency for that alone): a retrieve's
 few Redis calls cost ~20-60 us of the web worker's CPU less each than with redis-py's Python parser
-(DECISIONS.md, issue 12, session 26).
+(docs/adr/0041-one-redis-round-trip.md).
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ switches back when the response is ready (:func:`leave`). So a query that forget
 Everything else (Celery workers, the curation UI, management commands) connects as the
 owning role, to which the policies do not apply: those paths act across projects by design
 and are guarded by the selectors and role checks. Per-user isolation inside a project stays
-in the selectors (one key serves every end user of its project). DECISIONS.md "Row-level
-security" has the measured cost and the reasons.
+in the selectors (one key serves every end user of its project). docs/adr/0014-row-level-security.md
+has the measured cost and the reasons.
 
 The role and policies come from migrations (``memories/0006``, ``capture/0002``,
 ``retrieval/0003``) with the SQL below; a database user that may not create roles gets a
@@ -87,7 +87,7 @@ def apply(schema_editor: Any, statements: list[str]) -> None:
     if not can_manage_roles(schema_editor):
         log.warning(
             "row-level security skipped: database user may not create roles; the API runs without it "
-            "(DECISIONS.md 'Row-level security')"
+            "(docs/adr/0014-row-level-security.md)"
         )
         return
     for statement in statements:

@@ -3,7 +3,7 @@ script, and a Permissions-Policy that turns off what the UI never uses.
 
 X-Frame-Options (DENY), X-Content-Type-Options, Referrer-Policy and Cross-Origin-Opener-Policy
 come from Django's own middleware and settings; cookie flags from ``memoryhub.settings``
-(DECISIONS.md "Security headers").
+(docs/adr/0018-security-headers.md).
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""Django settings. Everything comes from the environment; see README "Configuration".
+"""Django settings. Everything comes from the environment; see docs/configuration.md.
 
 Every environment variable is read here, once, through ``memoryhub.config.Environment``:
 one line per variable gives its name, type, default and meaning, and the value becomes the
 Django setting of the same name (code reads ``settings.MEMORYHUB_…``, never the environment
 and never a default of its own). To add a variable, add its line in the right section below
-and a row to README's Configuration table (tests/ops checks both). The last line checks the
+and a row to the table in docs/configuration.md (tests/ops checks both). The last line checks the
 whole configuration: a bad value or a ``MEMORYHUB_*`` variable nobody reads (a typo) stops
 every process at start with one error naming each variable.
 
@@ -56,7 +56,7 @@ REDIS_URL = REDIS_URL or embedded.redis_url(MEMORYHUB_HOME)
 PORT = env.integer("PORT", 8000, "HTTP port of `make run`", minimum=1)
 MEMORYHUB_BIND = env.text("MEMORYHUB_BIND", "127.0.0.1", "address `make run` listens on (`0.0.0.0`: every interface)")
 # One worker process per core (at least two, so a slow request never blocks the service):
-# measured on 2 cores, 2 workers answered 4 clients faster than 3 (DECISIONS.md "Speed against mem0").
+# measured on 2 cores, 2 workers answered 4 clients faster than 3 (docs/adr/0043).
 WEB_CONCURRENCY = env.integer(
     "WEB_CONCURRENCY",
     max(2, os.cpu_count() or 2),
@@ -83,7 +83,7 @@ MEMORYHUB_ROW_SECURITY = env.switch(
     "MEMORYHUB_ROW_SECURITY",
     True,
     "confine each API request's database connection to its project with Postgres row-level security "
-    "(DECISIONS.md 'Row-level security'); off only to measure its cost",
+    "(docs/adr/0014-row-level-security.md); off only to measure its cost",
 )
 DEBUG = env.switch("MEMORYHUB_DEBUG", False, "Django debug mode (never in production)")
 SECRET_KEY = env.secret(
@@ -121,7 +121,7 @@ if MEMORYHUB_PRODUCTION:
 elif not SECRET_KEY:
     SECRET_KEY = embedded.development_secret_key(MEMORYHUB_HOME)
 
-# Production sits behind a TLS-terminating proxy that sets X-Forwarded-Proto (README "Deploying").
+# Production sits behind a TLS-terminating proxy that sets X-Forwarded-Proto (docs/configuration.md "Deploying").
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = MEMORYHUB_PRODUCTION
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = CSRF_COOKIE_SAMESITE = "Lax"
@@ -336,7 +336,7 @@ MEMORYHUB_MAX_BODY_BYTES = env.integer(
 )
 DATA_UPLOAD_MAX_MEMORY_SIZE = MEMORYHUB_MAX_BODY_BYTES
 
-# --- Capture limits and timings (see README "Capture") ---------------------------------
+# --- Capture limits and timings (see docs/guide.md "Capture") ----------------------------
 MEMORYHUB_MAX_CAPTURE_MESSAGES = env.integer(
     "MEMORYHUB_MAX_CAPTURE_MESSAGES", 200, "most messages in one capture (413 above)", minimum=1
 )

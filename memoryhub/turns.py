@@ -4,8 +4,8 @@ A gunicorn worker is one process with one GIL and several request threads. Two r
 arrive at once used to share it, each slowed by the other, and both finished late. Taking turns,
 the first one answers at full speed and the second starts after it. Their mean latency is no worse
 and the tail is shorter: retrieves cost about the same, and with such jobs, first come, first
-served beats sharing. Measured at 100k memories with 4 clients on 2 cores (DECISIONS.md, issue 12,
-session 24), fourteen rounds of 600 requests each way, alternating (medians of the rounds):
+served beats sharing. Measured at 100k memories with 4 clients on 2 cores
+(docs/adr/0042-retrieve-turns.md), fourteen rounds of 600 requests each way, alternating (medians of the rounds):
 - p95 44.15 → 41.7 ms;
 - p99 50.0 → 46.55 ms;
 - p50 and throughput the same within the noise (31.55 → 31.95 ms; 122.7 → 120.7 requests/s).
@@ -31,7 +31,7 @@ default:
 With HyDE answering from a loopback LLM after 100 ms, turns made 8 clients slower: p50 170 → 200 ms,
 throughput 46 → 39 requests/s. A retrieve then does its CPU work in two parts and embeds four texts,
 and while one request's embedding runs outside the GIL, another's Python no longer runs beside it.
-At 4 clients it was the same either way (DECISIONS.md, session 24).
+At 4 clients it was the same either way.
 """
 
 from __future__ import annotations

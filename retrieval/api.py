@@ -63,7 +63,7 @@ def add_memory(request: HttpRequest, body: AddMemoryIn) -> Status[Any]:
     draft = services.MemoryDraft(user_id=body.user_id, content=body.content, kind=body.type, category=body.category)
     project = api_key(request).project
     memory = services.memory_create(project=project, draft=draft, actor=actor(request))
-    # Re-read, as POST /memories does: the row as stored, embedding status included (issue 16, defect 4).
+    # Re-read, as POST /memories does: the row as stored, so embedding_status is not a stale "pending".
     return Status(
         201, memory_out(selectors.memory_get_visible(project=project, user_id=body.user_id, memory_id=memory.pk))
     )

@@ -17,8 +17,7 @@ class RetrievalConfig(AppConfig):
 
         # numpy's BLAS on one thread: its threads keep spinning after each product, and a web
         # process's vector picks (retrieval.resident_vectors) then cost both cores. 100k memories,
-        # 1 client: 38 ms of web CPU a search with two threads, 17.5-20 with one (DECISIONS.md,
-        # session 16).
+        # 1 client: 38 ms of web CPU a search with two threads, 17.5-20 with one.
         threadpool_limits(limits=1, user_api="blas")
         if embed_now_or_later not in services.after_content_change:
             services.after_content_change.append(embed_now_or_later)

@@ -59,7 +59,7 @@ class Opening:
 # first of a window sets its expiry; its TTL when over the limit) and MGET the cached vectors.
 # KEYS: the turn's key and the rate key ('' for none), then the vectors' keys. ARGV: the window's
 # seconds and the limit. A script, so that a cached answer is not counted, as when each was its own
-# call, in one round trip instead of three (DECISIONS.md, issue 12, session 26).
+# call, in one round trip instead of three (docs/adr/0041-one-redis-round-trip.md).
 _OPEN_TURN = """
 local entry = false
 if KEYS[1] ~= '' then entry = redis.call('GET', KEYS[1]) end

@@ -101,7 +101,7 @@ SIMILAR_MIN_COSINE = 0.5
 # (their own, the project's shared), before the full vectors order them and the wanted statuses are
 # kept: the search's exact read (retrieval/search.py, HALF_SPARE). A user's 10,000 vectors: the
 # near-duplicate check 41-45 ms p50 by a scan of the full vectors through the table, 6.6 ms so
-# (DECISIONS.md, issue 12, session 15).
+# (docs/adr/0025-half-precision-copies.md).
 NEAREST_PICK = 20
 
 # One statement for the near-duplicate check and for a whole review page: per (owner, vector), the
@@ -109,7 +109,7 @@ NEAREST_PICK = 20
 # expired, with ``unexpired``), nearest first, from the cosine ``floor`` up. "+ 0" keeps every
 # ordering off the HNSW index: ordered by it, the review page's statement walked the whole project's
 # graph without the search's iterative scan, then filtered to one user's rows, and 8 of 40 cards at
-# 100k memories missed memories an exact scan finds (DECISIONS.md, issue 12, session 15).
+# 100k memories missed memories an exact scan finds.
 NEAREST_SQL = """
 WITH proposals AS MATERIALIZED (
     SELECT ord, owner, v::vector({dim}) AS v, l2_normalize(v::vector({dim}))::halfvec({dim}) AS h

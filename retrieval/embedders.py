@@ -49,7 +49,7 @@ INT8_ROUTE = ":int8"
 # onnxruntime fuses each residual Add and LayerNorm into one SkipLayerNormalization, whose CPU
 # kernel took ~100 us on a 37-token text where the LayerNormalization it replaces takes ~17 (ORT's
 # profiler): unfused, a LoCoMo turn embeds in 4.0 instead of 5.1 ms on one core (int8 route), 9.6
-# instead of 10.5 ms as float32 (DECISIONS.md, "The embedding's graph", issue 12, session 8).
+# instead of 10.5 ms as float32 (docs/adr/0030-one-int8-route-for-every-text.md).
 DISABLED_OPTIMIZERS = ["SkipLayerNormFusion"]
 TOKENIZER_PATH = Path(__file__).parent / "data" / "all-MiniLM-L6-v2-tokenizer.json"
 MPNET_MODEL_NAME = mpnet.MODEL_NAME
@@ -119,7 +119,7 @@ class LocalEmbedder:
     text's vector would depend on its neighbours; alone, a text always gets the same vector, as
     a memory and as a query. Many texts are spread over ``threads()`` worker threads, each run
     on one core. ``int8=False`` keeps the model's float32 products, in padded batches of
-    ``batch_size``, shortest first (DECISIONS.md, "One int8 route for every text").
+    ``batch_size``, shortest first (docs/adr/0030-one-int8-route-for-every-text.md).
     """
 
     name = LOCAL_MODEL_NAME
@@ -222,7 +222,7 @@ class LocalEmbedder:
         On a quiet machine the other cores idle while a question embeds: on an AVX2-only 2-core
         EPYC a question took 14.4 ms on one thread and 8.5 on two, the same vector bit for bit.
         Under load every core is busy with other requests, and the second thread only adds
-        hand-offs (DECISIONS.md, issue 12, session 12). Outside a request (Celery's workers
+        hand-offs (docs/adr/0031-query-threads-when-idle.md). Outside a request (Celery's workers
         embedding a capture's memories, management commands) nothing tells how busy the machine
         is: one thread, as before.
         """
@@ -321,7 +321,7 @@ class MpnetEmbedder(LocalEmbedder):
     """all-mpnet-base-v2 (768 dimensions, int8 ONNX) from the folder ``make mpnet`` builds.
 
     Optional: about four times slower per query than MiniLM for a small gain on paraphrases
-    (DECISIONS.md, "Embedding model: MiniLM vs mpnet"). A project moves to it with
+    (docs/adr/0028-default-embedder-minilm-int8.md). A project moves to it with
     ``manage.py reembed --model all-mpnet-base-v2``; ``MEMORYHUB_EMBEDDER=local-mpnet`` makes it
     the model of projects that never chose one.
     """

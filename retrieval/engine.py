@@ -179,7 +179,7 @@ def retrieve(*, project: Project, request: RetrieveRequest, trace: Trace | None 
         result = RetrieveResult()
     if key and "database" not in trace.degraded:
         # Before the answer, not on the deferred writer: the same turn_id asked again at once must
-        # find it (API.md: no new LLM or embedding call).
+        # find it (docs/api.md: no new LLM or embedding call).
         cache.put(key, result.cache_entry())
     return _finish(project, request, trace, result, started)
 
@@ -257,8 +257,7 @@ def _run(
     model = active_model(project)
     queries = query_texts(query, context)
     # The search sends its full-text statement, then asks for the query vectors: they are embedded
-    # on this thread while Postgres runs that statement (no second thread to wake; DECISIONS.md,
-    # session 21).
+    # on this thread while Postgres runs that statement (no second thread to wake).
     # Computed once: the search asks for the vectors, then the scoring.
     embedding = functools.cache(
         lambda: embed_queries(

@@ -11,7 +11,7 @@ only reads that folder: nothing is built or fetched at run time.
 
 Quantisation leaves the feed-forward output projections in float32: quantised, their inputs'
 outlier activations pull the sentence vectors to a cosine of ~0.75 with the float model; kept,
-every vector stays at ~0.99 (measured in DECISIONS.md, "Embedding model: MiniLM vs mpnet").
+every vector stays at ~0.99 (measured in docs/adr/0028-default-embedder-minilm-int8.md).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The packaged model stores each weight matrix as int8 values ``q`` with one float
 output column and computes ``x @ (float(q) * scale)``. onnxruntime folds that product into a
 float32 matrix when it loads the model, so every call reads ~88 MB of float32 weights: for a
 short query the matrix products are memory-bound, ~4 of the ~5.7 ms of a question's node time
-on one core (ORT's profiler; DECISIONS.md "Query embedding in int8").
+on one core (ORT's profiler).
 
 ``int8_matmuls`` rewrites each such ``Cast → Mul(scale) → MatMul`` into one
 ``DynamicQuantizeMatMul`` (an onnxruntime contrib operator) that takes the same int8 matrix and
@@ -12,9 +12,9 @@ the same per-column scales: the activations are quantised to uint8 on the fly (o
 call) and the product runs on int8 kernels over 22 MB. Only the activations' rounding is new: a
 query's vector has a cosine of >= 0.98 with the float32 one (0.984 at the lowest over 2,400 LoCoMo
 questions, observations and turns, 0.994 at the median), and retrieval measured the same with
-either (DECISIONS.md has the LoCoMo, golden and everyday figures). Stored vectors keep float32.
+either (LoCoMo, golden and everyday; docs/adr/0029-int8-query-route.md).
 
-Two smaller rewrites follow, each computing the same formula (issue 12, session 8): each
+Two smaller rewrites follow, each computing the same formula: each
 product's bias ``Add`` goes into the product as its bias input, and each feed-forward GELU spelt
 out in five nodes (``x * (0.5 * (1 + erf(x / sqrt 2)))``) becomes onnxruntime's one ``Gelu``
 node. Both remove nodes whose fixed cost a short text pays on every run (60 of them). Then each layer's
@@ -22,7 +22,7 @@ attention, exported as ~25 nodes (reshapes, transposes, two products, the additi
 NaN guard, softmax), becomes onnxruntime's ``MultiHeadAttention`` over the same query, key and
 value products, with the attention mask as its key padding mask. Rounding can differ in the last
 bits, and int8 re-quantises each product's input, so vectors move slightly (cosine >= 0.994 to
-the route without these rewrites; DECISIONS.md "The embedding's graph").
+the route without these rewrites; docs/adr/0030-one-int8-route-for-every-text.md).
 
 Imported on first use (``retrieval.embedders``); nothing is written to disk.
 """

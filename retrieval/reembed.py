@@ -85,7 +85,7 @@ def reembed_step(
 
     # While a batch is stored (Postgres's work, above all the HNSW inserts), the next one embeds on
     # another thread, as ``embed_memories`` does (bench_embed, 10,000 memories through Celery: 34.9 and
-    # 36.2 s before, 29.2 and 31.4 s after; DECISIONS.md, issue 12, session 8).
+    # 36.2 s without the overlap, 29.2 and 31.4 s with it).
     ahead = ThreadPoolExecutor(1, thread_name_prefix="reembed-ahead")
     try:
         rounds, last_pk, pending = 0, None, None

@@ -15,12 +15,12 @@ The pick is exact: float32 vectors scaled to unit length, ``fetch`` rows per que
 distance, as the SQL read orders them. Postgres then applies the memory-level filters and fuses,
 unchanged (the fusion statement takes the picked ids and distances as arrays). A 10,000-vector
 group of 384 dimensions is 15 MB and its pick 0.6–2 ms of numpy against ~6–10 ms of Postgres
-reading the user's vectors (DECISIONS.md, issue 12, session 16). A group of CODES_MIN_ROWS or more
+reading the user's vectors (docs/adr/0026-resident-vectors.md). A group of CODES_MIN_ROWS or more
 also keeps its vectors in int8 (``Codes``, a quarter of the bytes): an int8 product scores every
 row within a known bound of its cosine, and only the rows that bound leaves in the running are
-scored in float32 (``_candidates``; the pick in a request 1.6–1.75 -> 1.1–1.2 ms, session 19). At
+scored in float32 (``_candidates``; the pick in a request 1.6–1.75 -> 1.1–1.2 ms). At
 its tenth pick a group's codes are laid out once for onnxruntime's int8 kernels, on the loader
-thread (``Codes.pack``): the int8 product ~1.3 -> ~0.2 ms at 10,000 rows (session 20).
+thread (``Codes.pack``): the int8 product ~1.3 -> ~0.2 ms at 10,000 rows.
 
 Held groups are bounded per process (``MEMORYHUB_RESIDENT_VECTORS_MB``, least recently used out
 first); a group larger than that, or any group when it is 0, is read by Postgres as before.
@@ -596,7 +596,7 @@ def _int8_products(values: np.ndarray, queries: np.ndarray) -> np.ndarray:
     kernels for CPUs without VNNI (AVX2's ``vpmaddubsw``) add each pair of products into an int16 that
     saturates, off by up to 84,189 for a 10,000-row group on such a CPU, which would break the
     pick's bound; its uint8 x uint8 kernels widen both to int16 first, so no pair can saturate
-    (DECISIONS.md, issue 12, session 23; ``test_packed_codes_give_the_products_the_unpacked_ones_give``
+    (``test_packed_codes_give_the_products_the_unpacked_ones_give``
     checks exactness on whatever CPU runs it)."""
     global _products_session
     if _products_session is None or _products_session[0] != os.getpid():

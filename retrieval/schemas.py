@@ -1,4 +1,4 @@
-"""Schemas of the retrieval and tool endpoints (API.md: POST /retrieve, /tools)."""
+"""Schemas of the retrieval and tool endpoints (docs/api.md: POST /retrieve, /tools)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 """The hybrid search: full text + pgvector, fused by reciprocal rank fusion, in two SQL
-statements kept here, each sent after the search's settings in one round trip (STYLE.md: "search is
-one reviewable query"):
+statements kept here, each sent after the search's settings in one round trip (the search
+stays one reviewable query):
 KEYWORD_SQL, the full-text half, which needs no query vector and so runs while the engine
 embeds the query, and FUSION_SQL, the vector half, the fusion and the exact cosines, which
-takes the full-text hits as arrays. Split in two for that overlap only (DECISIONS.md "Speed
-against mem0"); read together they are the one hybrid query.
+takes the full-text hits as arrays. Split in two for that overlap only (docs/adr/0033-embed-on-the-request-thread.md);
+read together they are the one hybrid query.
 
 Visibility is part of the statement: the user's ``user``-scope memories and the
 project's ``project``-scope ones, with the wanted statuses, not expired. Vector search
@@ -17,7 +17,7 @@ group, Postgres reads both (``NEAREST_READ``): a group of up to ``VECTOR_EXACT_M
 ordered by the full vectors), a larger one by a walk of the active model's partial HNSW index
 with pgvector's iterative scan, so a per-user filter still yields enough rows (plain HNSW +
 WHERE silently returns too few); ``bench_retrieve`` checks the walk's top 10 against an exact
-search (see DECISIONS.md).
+search (docs/adr/0023-filtered-hnsw-walk.md, 0024, 0026).
 """
 
 from __future__ import annotations
@@ -52,18 +52,18 @@ HNSW_EF_SEARCH = 400
 # A group of vectors (a user's own, the project's shared) up to this size is searched exactly
 # instead of by the filtered HNSW walk. On 100k different memories over 10 users (2 cores): the
 # exact read of a user's 10,000 full vectors 6.6 ms, the walk 9.4 ms at ef_search 400 and 99.25 %
-# equal to the exact top 10 (DECISIONS.md, issue 12, session 14); the half-precision copies cut
-# the read by ~40 % (session 15). The walk grows as the group's share of the index falls.
+# equal to the exact top 10 (docs/adr/0024-exact-read-up-to-20000.md); the half-precision copies
+# cut the read by ~40 %. The walk grows as the group's share of the index falls.
 VECTOR_EXACT_MAX_ROWS = 20_000
 # Rows an exact read picks by the half-precision copies beyond what the search keeps, before the
 # full vectors order them: the copy moves a cosine distance by ~1e-3 at most, enough to swap
 # neighbours but not to push one 20 places. 100k memories, 200 questions: the top 60 so chosen and
-# re-ranked were the exact top 60, in the same order, every time (DECISIONS.md, session 15).
+# re-ranked were the exact top 60, in the same order, every time.
 HALF_SPARE = 20
 # Rows the filtered HNSW walk fetches beyond the search depth, for the memory-level filters
 # applied after it when the request names no kinds or categories: status and expiry remove few
 # of the nearest rows (a superseded version, an expired one). 100k memories: the fusion statement
-# 4.5 -> 3.4 ms at p50 against twice the depth, the same fused top ten (DECISIONS.md, session 6).
+# 4.5 -> 3.4 ms at p50 against twice the depth, the same fused top ten.
 VECTOR_SPARE = 10
 
 
@@ -95,7 +95,7 @@ def _running_sum(terms: int) -> str:
     """ts_rank's sum of the word terms in the array "w", in tsrank.c's order, up to ``terms`` of
     them, as one expression: each step in double precision, rounded to single (a missing term adds
     0, which rounds to the sum itself). A few casts a hit; an aggregate of SQL steps cost ~1 us a
-    word (DECISIONS.md, session 25)."""
+    word, more than the expression costs."""
     total = "w[1]::real"
     for term in range(2, terms + 1):
         total = f"({total}::float8 + coalesce(w[{term}], 0))::real"
@@ -148,7 +148,7 @@ searched AS (
 -- (memories_memoryterm: each memory's words with its visibility beside them, kept by triggers): a
 -- user's own memories, then the project's shared ones of other users, each arm an index-only scan.
 -- The memory table is read only by key, for the hits kept (below); through the GIN index every
--- matching row was read, ~500 rows from as many heap blocks (DECISIONS.md, issue 12, session 25).
+-- matching row was read, ~500 rows from as many heap blocks (docs/adr/0040).
 term_hits AS (
     SELECT t.memory_id AS id, t.lexeme, t.weight
     FROM searched s JOIN memories_memoryterm t ON t.lexeme = s.lexeme
@@ -163,7 +163,7 @@ term_hits AS (
 -- words' terms (memories_term_weight) added as tsrank.c adds them, in its order of the query's
 -- words (their bytes' order: COLLATE "C"), each sum rounded to single precision, then divided by the
 -- number of searched words. The first {RANK_INLINE} terms are added inline, more by memories_rank_sum.
--- Not ts_rank_cd: on an OR query cover density ranked worse on LoCoMo (DECISIONS.md). Ties share
+-- Not ts_rank_cd: on an OR query cover density costs more and ranked worse on LoCoMo. Ties share
 -- a rank (here and for vectors): breaking them by id, a random UUID, made fused scores differ from
 -- one load to the next.
 scored AS (
@@ -391,7 +391,7 @@ def _with_settings(
 ) -> tuple[list[tuple[Any, ...]], _T | None]:
     """``statement``'s rows, run after SETTINGS_SQL in one round trip and one transaction, both as
     prepared statements (``memoryhub.prepared``: planned once per connection; the two statements'
-    planning was ~1.2 ms of Postgres CPU a search at 100k memories, DECISIONS.md session 17), and
+    planning was ~1.2 ms of Postgres CPU a search at 100k memories), and
     what ``meanwhile`` returned: it runs on this thread once both are sent, while Postgres executes
     them (in pipeline mode the server runs what it has received before the rows are asked for). It
     must not use the connection, which is in the middle of the pipeline."""
@@ -407,7 +407,7 @@ def _sent(statement: str) -> str:
     """``statement`` as sent: without comment lines and indentation (they stay here, in the
     source). Under 4 kB, psycopg keeps how it split the text around the parameters (its
     ``MAX_CACHED_STATEMENT_LENGTH``); at 5 kB with the comments it split it again on every call:
-    ~0.15 ms of the web worker's CPU a search on the AMD machine (DECISIONS.md, session 15)."""
+    ~0.15 ms of the web worker's CPU a search."""
     lines = (line.strip() for line in statement.splitlines())
     return "\n".join(line for line in lines if line and not line.startswith("--"))
 
@@ -469,8 +469,8 @@ def hybrid_search(
 
     ``pending_vectors`` computes the query vectors; it is called on this thread once the full-text
     statement, which needs none, is sent, so the query is embedded while Postgres runs that
-    statement (DECISIONS.md, session 21: no thread to wake; a second thread had been the overlap
-    since "Speed against mem0"). Without it, ``params.vectors`` are used (None: full text only).
+    statement, with no thread to wake (docs/adr/0033-embed-on-the-request-thread.md). Without it,
+    ``params.vectors`` are used (None: full text only).
     """
     sql_params: dict[str, Any] = {
         "project": params.project_id,
@@ -523,7 +523,7 @@ def hybrid_search(
         rows, _ = _with_settings(statement, sql_params)
     if held is not None and rows:
         # The candidates' cosines from the same copy: in Postgres, reading their ~100 vectors again
-        # was about half of the fusion statement's time (DECISIONS.md, issue 12, session 18).
+        # was about half of the fusion statement's time.
         found = resident_vectors.cosines(
             *held, ids=[row[0] for row in rows], queries=vectors, query_vectors=params.query_vectors
         )
@@ -616,7 +616,7 @@ def array_literal(values: Iterable[str | float | None]) -> str:
 
     One string for psycopg to quote: a list it dumps element by element in Python, and the
     fusion statement's 200 keyword values took 0.33 ms a search to send instead of 0.05
-    (DECISIONS.md, issue 12, session 13). A float's ``str`` reads back as the same float8.
+    (measured at 100k memories). A float's ``str`` reads back as the same float8.
     """
     return "{" + ",".join("NULL" if value is None else str(value) for value in values) + "}"
 

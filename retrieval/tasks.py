@@ -96,7 +96,7 @@ def sweep_embeddings() -> int:
 
 
 # Below the broker's visibility timeout (one hour), like every hard limit here. 100k vectors built in
-# 38 s on two cores (DECISIONS.md, issue 12, session 22).
+# 38 s on two cores.
 @shared_task(acks_late=True, soft_time_limit=3300, time_limit=3420, name=BUILD_VECTOR_INDEX_TASK)
 def build_vector_index_task(model: str, dimension: int) -> bool:
     """Build ``model``'s HNSW index if a search may walk one of its groups (``retrieval.vector_index``);

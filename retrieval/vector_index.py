@@ -7,7 +7,7 @@ once the model has a group the search walks: by the word statistics, more than
 (``reads_exactly``). A smaller group is read exactly (or from the web process's copy), never
 through the graph, and every vector stored into a graph costs Postgres an insert into it: loading
 the 5,882 LoCoMo turns, 227-246 memories/s with the index and 431 without it, the machine's CPU for
-the load 47.8 -> 24.6 s (DECISIONS.md, issue 12, session 22). Without its index, a search that walks
+the load 47.8 -> 24.6 s (docs/adr/0027-hnsw-built-when-walked.md). Without its index, a search that walks
 a group reads it exactly through the table: the same rows, slower, until the build (queued within a
 minute of the statistics passing the size) is done.
 """
@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 # HNSW build parameters (pgvector's defaults are m 16, ef_construction 64). bench_retrieve's
 # recall check at 100k memories over 10 users: the filtered top 10 matched an exact search in
 # 98.5 % of queries with the defaults and 100 % with ef_construction 128, at m 24 and at m 16;
-# m 16 stores a vector ~25 % cheaper than m 24 (migration 0012, DECISIONS.md).
+# m 16 stores a vector ~25 % cheaper than m 24 (migration 0012).
 HNSW_BUILD = "m = 16, ef_construction = 128"
 
 

@@ -106,7 +106,7 @@ class BulkForm(forms.Form):
     def __init__(self, *args: Any, project: Project, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # No "(none)" here: an untouched select once cleared every ticked memory's category
-        # (issue 16, defect 2). Clearing one category is an edit on the memory's own page.
+        # by surprise. Clearing one category is an edit on the memory's own page.
         _set_choices(self, "category", _blank("Choose a category…", _categories(project)))
 
     def clean(self) -> dict[str, Any]:
@@ -173,7 +173,7 @@ class ProjectSettingsForm(forms.Form):
             "Memories scoring below it are not returned, unless a request names its own. "
             f"Empty: the server default ({default_min_score():.2f})."
         )
-        if not llm_configured():  # issue 16, defect 6: the setting must not look like HyDE runs
+        if not llm_configured():  # without an LLM the setting must not look like HyDE runs
             self.fields["hyde_enabled"].help_text = (
                 "No LLM is configured (MEMORYHUB_LLM_BASE_URL or OPENAI_API_KEY): HyDE does not run, "
                 "whatever this says, until one is."

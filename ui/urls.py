@@ -33,7 +33,7 @@ urlpatterns = [
     path(P + "review/bulk/", review.review_bulk, name="review_bulk"),
     path(P + "review/<uuid:memory_id>/approve/", review.review_approve, name="review_approve"),
     path(P + "review/<uuid:memory_id>/reject/", review.review_reject, name="review_reject"),
-    # Issue 16, part A: collisions, undo and capture job pages.
+    # Review collisions, undo and capture job pages.
     path(
         P + "review/<uuid:memory_id>/supersede/<uuid:target_id>/",
         review.review_supersede_instead,
@@ -53,7 +53,7 @@ urlpatterns = [
     path(P + "settings/", admin.project_settings, name="settings"),
     path(P + "members/", admin.members, name="members"),
     path(P + "members/<int:membership_id>/<str:action>/", admin.member_change, name="member_change"),
-    # Issue 16, part B (memory page, people, settings, graph, retrieval detail, evaluation, transfer).
+    # Memory page, people, settings, graph, retrieval detail, evaluation, transfer.
     path(M + "links/search/", memory_detail.link_search, name="link_search"),
     path(P + "members/new/", admin.person_create, name="person_create"),
     path(P + "members/links/<int:membership_id>/", admin.member_invite_again, name="member_invite"),

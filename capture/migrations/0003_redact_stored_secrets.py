@@ -1,4 +1,4 @@
-"""Redact secrets already stored in capture windows and observation payloads (issue 17, defect 4)."""
+"""Redact secrets already stored in capture windows and observation payloads (docs/adr/0015)."""
 
 from django.db import migrations
 

@@ -4,8 +4,8 @@ The view authenticates the Bearer key exactly as the API does (``api_key_authent
 which also confines the connection to the key's project), then hands the request to the
 SDK's ``StreamableHTTPSessionManager`` in stateless JSON mode, as an in-process ASGI call
 under ``async_to_sync``. Stateless because a gunicorn worker keeps nothing between requests
-(any worker may get the next one); JSON because a WSGI response is one body. DECISIONS.md
-"MCP server" has the alternatives.
+(any worker may get the next one); JSON because a WSGI response is one body.
+docs/adr/0048-mcp-server.md has the alternatives.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ with the same schema, the same services and selectors, and answering the same er
 
 A :class:`Principal` says who acts: the project (from the API key, or ``--project`` over
 stdio), the actor written into revisions, and the end user when the connection is bound to
-one (DECISIONS.md "MCP server"). Everything here is synchronous Django code; ``server.py``
+one (docs/adr/0048-mcp-server.md). Everything here is synchronous Django code; ``server.py``
 runs it on the thread that owns the request's database connection.
 """
 

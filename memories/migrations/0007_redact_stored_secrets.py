@@ -1,4 +1,4 @@
-"""Redact secrets already stored before every write was redacted (issue 17, defect 4).
+"""Redact secrets already stored before every write was redacted (docs/adr/0015).
 
 Memories written directly (content, metadata), their revisions, conversation messages (text
 and extras) and scratchpad values go through ``memoryhub.redaction``; only rows that change

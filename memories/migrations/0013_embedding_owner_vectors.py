@@ -1,5 +1,5 @@
 """A user's vectors in the owner index itself (INCLUDE memory_id, vector), so the search can read a
-user's own vectors exactly by an index-only scan (issue 12, session 14: 10,000 vectors in ~6.6 ms
+user's own vectors exactly by an index-only scan (docs/adr/0024: 10,000 vectors in ~6.6 ms
 against ~14 ms through the table, and against ~9 ms for the filtered HNSW walk, which matched an
 exact search in 99.25 % of questions on 100k different memories). Built concurrently beside the old
 index, which it replaces: on a large embedding table a plain CREATE INDEX would block writes.

@@ -1,6 +1,6 @@
 """A half-precision copy of each vector, unit length, kept by Postgres (a stored generated column),
 and the owner index holding it instead of the full vector: the search's exact read of a user's own
-vectors scans half the bytes (issue 12, session 15: a user's 10,000 vectors ~12.3 -> ~7.6 ms on the
+vectors scans half the bytes (docs/adr/0025: a user's 10,000 vectors ~12.3 -> ~7.6 ms on the
 AMD machine; the top 60 it picks, re-ranked by the full vectors, were the exact top 60 in the same
 order for 200 of 200 questions).
 

@@ -3,8 +3,8 @@
 The search walks a group's graph only above ``retrieval.search.VECTOR_EXACT_MAX_ROWS`` vectors (a
 user's own, or a project's shared ones); a smaller group is read exactly. Kept for every group, the
 index cost each stored vector an insert into the graph: loading the 5,882 LoCoMo turns took the
-machine 47.8 s of CPU with it and 24.6 s without (227-246 -> 431 memories/s; DECISIONS.md, issue 12,
-session 22). From now on the sweeper queues a model's index build when its first group passes the
+machine 47.8 s of CPU with it and 24.6 s without (227-246 -> 431 memories/s; docs/adr/0027).
+From now on the sweeper queues a model's index build when its first group passes the
 size (``retrieval.vector_index.queue_needed_indexes``); a database that already has such a group
 keeps it.
 The size is frozen here, as a migration must be.

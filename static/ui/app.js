@@ -30,7 +30,7 @@ document.addEventListener("focusin", function (event) {
   if (event.target.matches("[data-select-on-focus]")) event.target.select();
 });
 
-// Bulk bars (issue 16, defect 2): a form[data-bulk] shows only while one of its boxes
+// Bulk bars, so a bulk action never applies by surprise: a form[data-bulk] shows only while one of its boxes
 // (checkboxes with form="<its id>") is ticked, says how many, and a select-all box
 // (data-select-all="<its id>") ticks them all. Parts marked data-show-for="<action>" show,
 // and their selects become required, only while that action is chosen.

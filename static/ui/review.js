@@ -6,7 +6,7 @@
   var lastIndex = 0;
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || event.altKey) return;
-    // Escape leaves an open editor on a card (issue 16, defect 6): it closes and the card takes
+    // Escape leaves an open editor on a card: it closes and the card takes
     // the focus back, so j/k move between cards again instead of typing into the textarea.
     if (event.key === "Escape") {
       var editor = event.target.closest && event.target.closest(".review-card details[open]");

@@ -1,4 +1,4 @@
-"""Issue 11's change of mind, end to end without an LLM: POST /capture, the job run as the worker
+"""A change of mind, end to end without an LLM: POST /capture, the job run as the worker
 runs it, the embedding task, then POST /retrieve for the question the user would ask."""
 
 from __future__ import annotations

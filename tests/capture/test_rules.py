@@ -418,7 +418,7 @@ def test_the_extractor_never_fails_and_only_returns_clean_sentences(text: str) -
         assert find_secrets(memory.content) == [] and "[REDACTED]" not in memory.content
 
 
-# --- changes of mind, polarity, multi-clause turns, personal facts (issue 11) -------------------
+# --- changes of mind, polarity, multi-clause turns, personal facts -----------------------------
 
 
 def _known(*contents: str) -> list[Known]:

@@ -1,4 +1,4 @@
-"""bench_retrieve's corpus: different sentences, each memory with its own vector (issue 12, session 14).
+"""bench_retrieve's corpus: different sentences, each memory with its own vector (docs/adr/0053).
 
 The corpus it replaced had ~8,400 sentences in "(note N)" variants with one vector per sentence;
 pgvector keeps identical vectors as one HNSW element, so its "100k" graph had ~8.4k elements.

@@ -1,4 +1,4 @@
-"""Issue 17, defect 7: a chunked request body reached Django empty (422 "body required")."""
+"""Guards a regression: a chunked request body reached Django empty (422 "body required")."""
 
 from __future__ import annotations
 

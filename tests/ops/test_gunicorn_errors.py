@@ -1,4 +1,4 @@
-"""Issue 17, defect 7: gunicorn's own refusals (a 414 for an over-long request line) answered HTML."""
+"""Guards a regression: gunicorn's own refusals (a 414 for an over-long request line) answered HTML."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""No module imports itself back, through any path (DECISIONS.md "Layers").
+"""No module imports itself back, through any path (docs/architecture.md).
 
 The layers contract in ``pyproject.toml`` (run by ``make lint``) keeps imports between apps
 pointing down; this test covers what it does not: cycles inside one app. Function-level

@@ -1,4 +1,4 @@
-"""Postgres row-level security behind the selectors (memoryhub/row_security.py, DECISIONS.md)."""
+"""Postgres row-level security behind the selectors (memoryhub/row_security.py, docs/adr/0014-row-level-security.md)."""
 
 from __future__ import annotations
 

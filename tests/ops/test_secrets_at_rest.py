@@ -1,4 +1,4 @@
-"""Issue 17, defect 4: no secret is stored at any boundary (DECISIONS.md "Secrets at every storage boundary")."""
+"""No secret is stored at any boundary (docs/adr/0015-secrets-redacted-at-every-boundary.md)."""
 
 from __future__ import annotations
 

@@ -454,7 +454,7 @@ def test_one_tenants_texts_never_warm_another_tenants_query_cache(api, other_pro
 
 
 def test_the_add_memory_tool_answers_the_stored_row_like_post_memories(api):
-    """Issue 16, defect 4: the tool answered embedding_status "pending" for an embedded memory."""
+    """Regression: the tool answered embedding_status "pending" for an embedded memory."""
     tool = api.post("/tools/add_memory", {"user_id": "alice", "content": "Alice keeps three hives."}).json()
     direct = api.post("/memories", {"user_id": "alice", "content": "Alice keeps two cats."}).json()
     assert tool["embedding_status"] == direct["embedding_status"] == "ready"

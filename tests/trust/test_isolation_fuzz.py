@@ -1,11 +1,11 @@
-"""Isolation fuzzing (issue 17, item 2): thousands of adversarial requests, zero leaks.
+"""Isolation fuzzing: thousands of adversarial requests, zero leaks.
 
 Two tenants share user ids on purpose. Every victim row carries a canary string; an attacker
 (another user of tenant A, or tenant B's key) calls every endpoint with victims' ids planted in
 paths, ``supersedes``, ``related`` and bulk bodies, and with user-id variants (case, spaces,
 zero-width and full-width look-alikes, NFD forms, very long, empty). A leak is a victim's
 canary (or private id) in any response, or any change to a victim's rows. User ids are opaque
-and matched exactly (DECISIONS.md "User ids are opaque"), so every variant is another user.
+and matched exactly (docs/adr/0017-opaque-user-ids-and-fuzzing.md), so every variant is another user.
 
 ``ISOLATION_FUZZ_REQUESTS`` sets the count (10,000 by default); the seed is fixed, so a
 failure reproduces.
@@ -240,7 +240,7 @@ def fuzz(world: tuple[Tenant, Tenant], requests: int) -> tuple[list[str], dict[i
         if seen or ids:
             leaks.append(f"#{number} {method} {path} {params} {body}: canaries {sorted(seen)} ids {sorted(ids)[:3]}")
     after = snapshot()
-    # Tenant A's shared (project-scope) memories are every A user's to edit (API.md): the
+    # Tenant A's shared (project-scope) memories are every A user's to edit (docs/api.md): the
     # attacker may change those; nobody else's row may change.
     shared_in_a = {i for d in a.private.values() for i in d["shared"]}
     kept = {r[0]: r for r in before[0] if r[1] != "mallory" and "pwned" not in r[2] and str(r[0]) not in shared_in_a}

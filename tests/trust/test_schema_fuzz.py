@@ -1,4 +1,4 @@
-"""Schema fuzzing (issue 17, item 1): Schemathesis over /api/v1/openapi.json, every operation.
+"""Schema fuzzing: Schemathesis over /api/v1/openapi.json, every operation.
 
 Cases come from the published OpenAPI schema and go through the whole Django stack in process
 (WSGI: middleware, auth, row security, the real Postgres and Redis) with a valid project key.

@@ -1,4 +1,4 @@
-"""Issue 16, part B, end to end in Chromium: the memory page's link picker, people,
+"""End to end in Chromium: the memory page's link picker, people,
 settings, the graph's controls, the retrieval log's drill-down, transfer and evaluation."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 16 (part A) in Chromium: the list's bulk bar, the review queue (collisions,
+"""The review flows in Chromium: the list's bulk bar, the review queue (collisions,
 supersede-instead, merge, undo, filters, compact layout), capture job pages, and the
 list and review pages on a 390 px phone."""
 
@@ -50,7 +50,7 @@ def test_eighteen_proposals_make_a_compact_review_page(page, live_server, person
     sign_in(page, live_server, person("reviewer"))
     page.goto(f"{live_server.url}/p/{project.slug}/review/")
     height = page.evaluate("document.documentElement.scrollHeight")
-    # Measured on main before this change: 5,034 px for these 18 proposals (issue 16 says 4,800).
+    # A reference figure: 5,034 px for these 18 proposals when this test was written.
     print(f"review page with 18 proposals at 1280x800: {height} px high")
     assert page.locator(".review-card").count() == 18
     assert height < 2_800
@@ -91,7 +91,7 @@ def test_the_playground_candidate_table_stays_inside_its_card(browser, live_serv
         )
 
 
-# --- The memory list's bulk bar (defect 2) ------------------------------------------
+# --- The memory list's bulk bar -----------------------------------------------------
 
 
 def test_the_bulk_bar_appears_when_ticked_and_needs_a_target_category(

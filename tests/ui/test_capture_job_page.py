@@ -1,4 +1,4 @@
-"""Issue 16: a capture job you can open: its source messages, each proposal's outcome and
+"""A capture job you can open: its source messages, each proposal's outcome and
 why it was not written, what validation rejected, and links to the memories."""
 
 from __future__ import annotations

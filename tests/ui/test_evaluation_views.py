@@ -1,4 +1,4 @@
-"""The Evaluation page (issue 16): the latest eval_retrieval / eval_capture reports with their
+"""The Evaluation page: the latest eval_retrieval / eval_capture reports with their
 figures, drawn on the server from the JSON files in MEMORYHUB_REPORTS_DIR."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 16, defect 2: the memory list's bulk actions never lose data by default."""
+"""The memory list's bulk actions never lose data by default."""
 
 from __future__ import annotations
 

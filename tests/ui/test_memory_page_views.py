@@ -1,4 +1,4 @@
-"""The memory page (issue 16): labelled source fields, named actors, the link picker's
+"""The memory page: labelled source fields, named actors, the link picker's
 search and links worded from the reader's side."""
 
 from __future__ import annotations

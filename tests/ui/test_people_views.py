@@ -1,4 +1,4 @@
-"""People and projects (issue 16): creating a person from Members with a one-time
+"""People and projects: creating a person from Members with a one-time
 set-password link, who sees a project made by create_api_key, and home's counts."""
 
 from __future__ import annotations

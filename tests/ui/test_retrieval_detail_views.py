@@ -1,4 +1,4 @@
-"""The retrieval log drills into one call (issue 16): the memories it returned, with scores."""
+"""The retrieval log drills into one call: the memories it returned, with scores."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 16: the review queue shows what a proposal collides with, and supersede-instead,
+"""The review queue shows what a proposal collides with, and supersede-instead,
 merge, filters and undo act on it through the services, with honest history."""
 
 from __future__ import annotations

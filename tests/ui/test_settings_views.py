@@ -1,4 +1,4 @@
-"""Settings (issue 16): the LLM's real state, the rate limit and the project's min_score."""
+"""Settings: the LLM's real state, the rate limit and the project's min_score."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Export and import from the UI (issue 13 item 3, issue 16): the same file and code as the API."""
+"""Export and import from the UI: the same file and code as the API."""
 
 from __future__ import annotations
 

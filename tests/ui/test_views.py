@@ -429,20 +429,20 @@ def test_a_person_sees_only_their_own_teams_projects(client_as, project, other_p
 
 
 def test_adding_an_unknown_person_answers_the_form_with_its_error_not_a_500(client_as, project):
-    """Issue 16, defect 1: page_context() got add_form twice."""
+    """Regression: page_context() got add_form twice."""
     response = client_as("admin").post(f"/p/{project.slug}/members/", {"username": "nobody-here", "role": "viewer"})
     assert response.status_code == 422
     assert "nobody-here" in response.content.decode()
 
 
 def test_an_invalid_key_form_answers_422_not_a_500(client_as, project):
-    """Issue 16, defect 1: page_context() got form twice."""
+    """Regression: page_context() got form twice."""
     response = client_as("admin").post(f"/p/{project.slug}/keys/", {"name": "k" * 201})
     assert response.status_code == 422
 
 
 def test_the_link_picker_starts_empty_and_refuses_no_choice(client_as, memory_factory, project):
-    """Issue 16, defect 5: "Link to" preselected an arbitrary memory."""
+    """Regression: "Link to" preselected an arbitrary memory."""
     memory = memory_factory("One.")
     memory_factory("Two.")
     client = client_as("reviewer")
@@ -454,7 +454,7 @@ def test_the_link_picker_starts_empty_and_refuses_no_choice(client_as, memory_fa
 
 
 def test_hyde_is_not_shown_as_running_without_an_llm(client_as, project, settings):
-    """Issue 16, defect 6: settings and the playground showed HyDE on with no LLM configured."""
+    """Regression: settings and the playground showed HyDE on with no LLM configured."""
     settings.MEMORYHUB_LLM_BASE_URL, settings.OPENAI_API_KEY = "", ""
     project.hyde_enabled = True
     project.save(update_fields=["hyde_enabled"])

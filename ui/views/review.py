@@ -1,6 +1,6 @@
 """The review queue: what capture proposed, where it came from, the user's existing memories
 it collides with, and approve / reject / edit-then-approve / supersede-instead / merge, one
-by one or in bulk, with undo of the last action (issue 16; DECISIONS.md "Review queue")."""
+by one or in bulk, with undo of the last action (docs/adr/0049-review-queue-collisions-merge-undo.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Undo of the review queue's last action (issue 16; DECISIONS.md "Review queue").
+"""Undo of the review queue's last action (docs/adr/0049-review-queue-collisions-merge-undo.md).
 
 The last action of a reviewer on a project is held in their session as a list of steps,
 each naming what to reverse. Undo runs the reversing service for every step and writes new

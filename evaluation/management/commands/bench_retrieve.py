@@ -8,10 +8,10 @@ with HyDE off and with HyDE against a fast loopback stub.
 
 The memories are 100k different sentences (``evaluation.synthetic.varied_memories``), each
 embedded with the real model (~1,100 texts/s on two cores); the questions come from the same
-generator. Their nearest-neighbour cosines are spread as LoCoMo's are. Until session 14 the corpus
+generator. Their nearest-neighbour cosines are spread as LoCoMo's are. An earlier corpus
 was ~8,400 sentences with "(note N)" variants of each, and one vector per sentence reused for its
 variants: pgvector keeps identical vectors as one graph element, so the HNSW graph had ~8.4k
-elements, and every walk was cheaper than on 100k memories (DECISIONS.md, issue 12, session 14).
+elements, and every walk was cheaper than on 100k memories (docs/adr/0053-benchmark-method.md).
 A home seeded with that corpus is seeded again.
 """
 
@@ -346,8 +346,8 @@ def measure(
 
     Every question is embedded afresh: no two requests ask the same one, and with ``project_id``
     the project's cached query vectors are dropped before the clock starts (earlier runs on this
-    home asked some of them). ``tag`` appends a random tag to each question instead, as this bench
-    did until session 23: ~9 more tokens to embed and two more words to search (DECISIONS.md).
+    home asked some of them). ``tag`` appends a random tag to each question instead, as earlier
+    versions of this bench did: ~9 more tokens to embed and two more words to search.
     """
     queries = questions(requests + 50, seed=next(_QUESTION_SEEDS))
     latencies: list[float] = []
@@ -400,7 +400,7 @@ def user_for(n: int, *, clients: int) -> int:
     (connection ``n % clients`` sends it): each connection asks every user in turn, and at any
     moment the connections ask different users. Asking ``n % USERS`` instead, four connections
     and ten users split into two that only ever asked the even users and two the odd ones, so a
-    worker could go into the clock without half of the users' vectors (DECISIONS.md, session 23)."""
+    worker could go into the clock without half of the users' vectors."""
     return (n % clients + n // clients) % USERS
 
 

@@ -6,7 +6,7 @@ keeps each candidate's relevance evidence and label, then:
 
 1. leaves each of the --fit sets out in turn: fits on the others, chooses the cut on the
    others' negatives, and reports every set (held-out ones marked) — the transfer table.
-   Every cut must also get the issue's own examples right (``_required_examples``);
+   Every cut must also get the product's own examples right (``_required_examples``);
 2. fits on all --fit sets and prints the ``RelevanceModel`` to put in ``retrieval/relevance.py``.
 
 Sets: ``golden`` and ``everyday`` (eval/), ``obs``, ``session``, ``turns`` (LoCoMo, read from
@@ -77,7 +77,7 @@ class Command(BaseCommand):
                 json.dump(payload, out, indent=1, default=float)
 
     def _required_examples(self) -> SetCases:
-        """The product's own examples every cut must get right (issue 10): a user whose only
+        """The product's own examples every cut must get right: a user whose only
         memory is about hiking asks about outdoor activities (answer it) and about their blood
         type (say nothing)."""
         dataset = Dataset(

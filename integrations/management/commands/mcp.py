@@ -1,4 +1,4 @@
-"""python manage.py mcp --project <slug> | --key <api key> [--user <id>]: MCP over stdio (README "MCP")."""
+"""python manage.py mcp --project <slug> | --key <api key> [--user <id>]: MCP over stdio (docs/guide.md "MCP")."""
 
 from __future__ import annotations
 

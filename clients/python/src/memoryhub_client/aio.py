@@ -296,7 +296,7 @@ class AsyncMemoryHub:
     # -- the project's data -----------------------------------------------------------------
 
     async def export(self, *, user_id: str | None = None, conversations: bool | None = None) -> str:
-        """The project (or one user's part of it) as JSON lines (README "Export and import")."""
+        """The project (or one user's part of it) as JSON lines (docs/api.md)."""
         return await self._call("export", locals(), str)
 
     async def import_jsonl(self, *, text: str) -> ImportResult:

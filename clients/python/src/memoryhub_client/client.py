@@ -289,7 +289,7 @@ class MemoryHub:
     # -- the project's data -----------------------------------------------------------------
 
     def export(self, *, user_id: str | None = None, conversations: bool | None = None) -> str:
-        """The project (or one user's part of it) as JSON lines (README "Export and import")."""
+        """The project (or one user's part of it) as JSON lines (docs/api.md)."""
         return self._call("export", locals(), str)
 
     def import_jsonl(self, *, text: str) -> ImportResult:

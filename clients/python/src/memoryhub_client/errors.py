@@ -1,4 +1,4 @@
-"""The API's error envelope as exceptions: one class per status family of API.md.
+"""The API's error envelope as exceptions: one class per status family of docs/api.md.
 
 Every error answer under ``/api/`` is ``{"error": {"code", "message", "details"}}``; the
 status picks the class (so ``except NotFound`` works whatever the exact code), and the

@@ -31,7 +31,7 @@ class Link:
 
 @dataclass(frozen=True)
 class Memory:
-    """One memory, as ``MemoryOut`` of API.md."""
+    """One memory, as ``MemoryOut`` of docs/api.md."""
 
     id: str
     user_id: str
