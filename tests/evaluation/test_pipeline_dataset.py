@@ -26,7 +26,7 @@ PEOPLE = load_natural()
 QUESTIONS = [(person, q) for person in PEOPLE for q in person["questions"]]
 
 
-def _message(person: dict[str, Any], pair: list[int]) -> dict[str, str]:
+def _message(person: dict[str, Any], pair: list[int]) -> Any:
     session, index = pair
     return person["sessions"][session]["messages"][index]
 
