@@ -72,6 +72,7 @@ class Question:
     query: str
     user_ids: list[str]  # asked to each; their answers merged by score
     group: str  # the split (natural) or the conversation (LoCoMo)
+    tenant: str  # the person (natural) or the conversation (LoCoMo) whose turns it is about
     type: str  # the natural set's type, or LoCoMo's category name
     evidence: frozenset[str]  # correlation ids of the turns that state the answer
     answers: list[str] = field(default_factory=list)  # aliases (natural) or the one answer (LoCoMo)
@@ -83,6 +84,7 @@ class Question:
 class Plan:
     dataset: str
     captures: dict[str, list[Capture]]  # per user, in the order they must be captured
+    tenants: dict[str, str]  # user -> the person or conversation (its project unless shared)
     questions: list[Question]
     turns: int  # messages sent, every user counted
     notes: list[str] = field(default_factory=list)
@@ -125,6 +127,7 @@ def natural_plan(path: Path, *, split: str = "all", sample: int | None = None, p
                     query=q["question"],
                     user_ids=[user],
                     group=person["split"],
+                    tenant=person["person"],
                     type=q["type"],
                     evidence=frozenset(f"{person['person']}:{s}:{m}" for s, m in q["evidence"]),
                     answers=answers,
@@ -135,7 +138,7 @@ def natural_plan(path: Path, *, split: str = "all", sample: int | None = None, p
             )
     if sample:
         questions = questions[:sample]
-    return Plan("natural", captures, questions, turns)
+    return Plan("natural", captures, {u: u.removeprefix("natural-") for u in captures}, questions, turns)
 
 
 def parse_locomo_date(text: str) -> dt.datetime:
@@ -214,6 +217,7 @@ def locomo_plan(path: Path, *, conversations: int | None = None, sample: int | N
                     query=qa["question"],
                     user_ids=[users[t] for t in targets],
                     group=sample_id,
+                    tenant=sample_id,
                     type=LOCOMO_CATEGORIES[category],
                     evidence=frozenset(evidence),
                     answer_text=answer,  # one free-text answer: scored by its words, not as an alias
@@ -222,7 +226,7 @@ def locomo_plan(path: Path, *, conversations: int | None = None, sample: int | N
     if sample:
         questions = questions[:sample]
     notes = [f"questions naming one speaker {routed['one']}, both {routed['both']}, neither {routed['neither']}"]
-    return Plan("locomo", captures, questions, turns, notes)
+    return Plan("locomo", captures, {u: u.split(":")[0] for u in captures}, questions, turns, notes)
 
 
 # --- Running: captures, then questions ------------------------------------------------------
@@ -250,7 +254,7 @@ def _seconds(job: dict[str, Any], since: str = "created_at") -> float | None:
 
 
 def capture_all(
-    call: Call, key: str, plan: Plan, *, log: Callable[[str], None], timeout: float = 3600
+    call: Call, keys: dict[str, str], plan: Plan, *, log: Callable[[str], None], timeout: float = 3600
 ) -> list[JobRecord]:
     """Send every capture; a user's next session only once their previous job is finished (as
     sessions days apart would be), different users in parallel. Waits for every job."""
@@ -273,13 +277,13 @@ def capture_all(
                 "trigger": "compaction",
                 "messages": capture.messages,
             }
-            status, answer = call("POST", "/api/v1/capture", body, key=key)
+            status, answer = call("POST", "/api/v1/capture", body, key=keys[user])
             if status != 202:
                 raise RuntimeError(f"capture for {user} answered {status}: {answer}")
             in_flight[user] = JobRecord(answer["job_id"], user, capture.messages)
         time.sleep(0.05)
         for user, record in list(in_flight.items()):
-            status, job = call("GET", f"/api/v1/capture/{record.job_id}?user_id={_quote(user)}", key=key)
+            status, job = call("GET", f"/api/v1/capture/{record.job_id}?user_id={_quote(user)}", key=keys[user])
             if status != 200:
                 raise RuntimeError(f"capture job {record.job_id} answered {status}: {job}")
             if job["status"] in ("done", "failed", "coalesced"):
@@ -312,7 +316,9 @@ class Item:
     approximated: bool = False
 
 
-def ask_all(call: Call, key: str, plan: Plan, jobs: list[JobRecord], *, threads: int = 2) -> list[dict[str, Any]]:
+def ask_all(
+    call: Call, keys: dict[str, str], plan: Plan, jobs: list[JobRecord], *, threads: int = 2
+) -> list[dict[str, Any]]:
     """Ask every question; for each, the merged ranking (top 10) and the request latencies."""
     job_by_memory = {mid: job for job in jobs for mid in job.memory_ids}
     job_by_id = {job.job_id: job for job in jobs}
@@ -325,7 +331,7 @@ def ask_all(call: Call, key: str, plan: Plan, jobs: list[JobRecord], *, threads:
         for user in question.user_ids:
             body = {"user_id": user, "query": question.query, "limit": 10}
             started = time.perf_counter()
-            status, answer = call("POST", "/api/v1/retrieve", body, key=key, timeout=60)
+            status, answer = call("POST", "/api/v1/retrieve", body, key=keys[user], timeout=60)
             elapsed = (time.perf_counter() - started) * 1000
             if status != 200:
                 raise RuntimeError(f"retrieve for {question.id} answered {status}: {answer}")
@@ -390,6 +396,11 @@ def score_question(result: dict[str, Any]) -> dict[str, Any]:
     question: Question = result["question"]
     items: list[Item] = result["items"]
     row: dict[str, Any] = {"id": question.id, "group": question.group, "type": question.type, "returned": len(items)}
+    # An item traced only to turns of another person or conversation: another tenant's memory
+    # reached this user (only possible with --shared-project, through project-scope memories).
+    row["foreign"] = sum(
+        1 for item in items if item.turns and all(t.split(":")[0] != question.tenant for t in item.turns if t)
+    )
     if question.type == "unanswerable":
         row["answered_empty"] = not items
         return row
@@ -477,6 +488,7 @@ def summarize(
         "capture_job_run_seconds": {"p50": _pct(run_seconds, 0.5), "p95": _pct(run_seconds, 0.95)},
         "retrieve_ms": {"n": len(latencies), "p50": _pct(latencies, 0.5), "p95": _pct(latencies, 0.95)},
         "approximated_provenance": sum(r["approximated"] for r in results),
+        "foreign_items": sum(r["foreign"] for r in rows),
         "episodes_returned": sum(1 for r in results for i in r["items"] if i.kind == "episode"),
         "overall": aggregate(rows),
         "by_group": {g: aggregate(v) for g, v in sorted(by_group.items())},
@@ -508,7 +520,8 @@ def table(report: dict[str, Any]) -> str:
         f"  retrieve ms p50 {report['retrieve_ms']['p50']} p95 {report['retrieve_ms']['p95']}"
         f" (n {report['retrieve_ms']['n']})",
         f"  provenance approximated for {report['approximated_provenance']} returned memories;"
-        f" episodes returned {report['episodes_returned']}",
+        f" episodes returned {report['episodes_returned']}; items from another person or conversation"
+        f" {report['foreign_items']}",
     ]
     lines += [f"  note: {note}" for note in report["notes"]]
     header = f"  {'':18} {'n':>4} " + " ".join(f"{s:>11}" for s in short)

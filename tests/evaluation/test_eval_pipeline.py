@@ -52,11 +52,13 @@ def test_two_people_through_the_real_pipeline(tmp_path: Path) -> None:
     assert set(report["by_group"]) == {"dev"}
     assert {"single", "unanswerable"} <= set(report["by_type"])
     assert len((tmp_path / "details.jsonl").read_text().splitlines()) == questions
+    assert report["foreign_items"] == 0  # a project per person: nobody else's memory can come back
 
 
 def _question(**fields: object) -> Question:
     base: dict[str, object] = {
-        "id": "q", "query": "is tomas still vegetarian?", "user_ids": ["u"], "group": "dev", "type": "change",
+        "id": "q", "query": "is tomas still vegetarian?", "user_ids": ["u"], "group": "dev", "tenant": "p02",
+        "type": "change",
         "evidence": frozenset({"p02:1:2"}), "answers": ["pescatarian"], "stale": ["vegetarian"],
         "answer_text": "pescatarian",
     }  # fmt: skip
@@ -74,6 +76,9 @@ def test_scores_follow_provenance_and_aliases() -> None:
     # Nothing from the evidence turn, no alias: the question counts as missed.
     row = score_question({"question": _question(), "items": [stale]})
     assert not row["evidence@10"] and not row["answered@5"] and row["answer_words@10"] == 0
+    # A memory traced to another person's turn is counted as having crossed over.
+    row = score_question({"question": _question(), "items": [Item("memory", "x", 0.4, frozenset({"p04:0:0"}))]})
+    assert row["foreign"] == 1
     empty = score_question({"question": _question(type="unanswerable", answers=[], evidence=frozenset()), "items": []})
     assert empty["answered_empty"]
 

@@ -2,7 +2,8 @@
 
 Starts gunicorn (configured like ``make run``) and a Celery worker on this home's embedded
 servers (run it under a home of its own: ``make eval-pipeline`` uses ``$(MEMORYHUB_HOME)/eval``),
-creates a fresh project and API key (no retrieval rate limit), captures every session through
+creates fresh projects and API keys (no retrieval rate limit; a project per person or LoCoMo
+conversation unless ``--shared-project``), captures every session through
 ``POST /api/v1/capture`` (``trigger: compaction``), waits for every job and for the memories'
 embeddings, then asks every question through ``POST /api/v1/retrieve`` (``limit: 10``). Scoring
 is in ``evaluation/pipeline.py``. Prints tables per group (split or conversation) and per type
@@ -74,6 +75,11 @@ class Command(BaseCommand):
         parser.add_argument("--sample", type=int, help="only the first N questions (a slow path's sample)")
         parser.add_argument("--llm-url", help="OpenAI-compatible base URL for the worker's extractor")
         parser.add_argument("--llm-model", help="the model name at --llm-url")
+        parser.add_argument(
+            "--shared-project",
+            action="store_true",
+            help="everyone in one project (default: a project per person or conversation); shows project-scope leaks",
+        )
         parser.add_argument("--threads", type=int, default=2, help="concurrent retrieve clients")
         parser.add_argument("--out", help="also write the JSON report here")
         parser.add_argument(
@@ -97,31 +103,44 @@ class Command(BaseCommand):
             if options["llm_model"]:
                 worker_env["MEMORYHUB_LLM_MODEL"] = options["llm_model"]
         call_command("migrate", interactive=False, verbosity=0)
-        # A project of its own per run: nothing from an earlier run competes in retrieval.
+        # Projects of their own per run: nothing from an earlier run competes in retrieval. One per
+        # person (or conversation) unless --shared-project: these people are not one team, and a
+        # project-scope memory ("our team deploys to fly.io") would otherwise reach all of them.
         stamp = timezone.now().strftime("%Y%m%d-%H%M%S-%f")
-        project = services.project_get_or_create(slug=f"eval-pipeline-{stamp}", team_slug="eval-pipeline")
-        project.retrieval_rate_limit = 0  # 0: no limit (an evaluation asks hundreds of questions per user)
-        project.save(update_fields=["retrieval_rate_limit"])
-        _, key = services.api_key_create(project=project, name="eval_pipeline")
+        tenants = sorted(set(plan.tenants.values()))
+        keys_by_tenant: dict[str, str] = {}
+        project_ids = []
+        for tenant in ["shared"] if options["shared_project"] else tenants:
+            slug = f"eval-pipeline-{stamp}-{tenant}"[:50]
+            project = services.project_get_or_create(slug=slug, team_slug=f"eval-pipeline-{stamp}"[:50])
+            project.retrieval_rate_limit = 0  # no limit: an evaluation asks hundreds of questions per user
+            project.save(update_fields=["retrieval_rate_limit"])
+            keys_by_tenant[tenant] = services.api_key_create(project=project, name="eval_pipeline")[1]
+            project_ids.append(project.pk)
+        keys = {
+            user: keys_by_tenant["shared" if options["shared_project"] else tenant]
+            for user, tenant in plan.tenants.items()
+        }
         log = self.stderr.write
         extra: dict[str, Any] = {
             "split": options["split"] if plan.dataset == "natural" else None,
             "conversations": options["conversations"] if plan.dataset == "locomo" else None,
             "sample": options["sample"],
+            "projects": "shared" if options["shared_project"] else "one per person or conversation",
             "llm_model": options["llm_model"] if options["llm_url"] else None,
             "machine": machine.summary(machine.describe()),
         }
         started = time.monotonic()
         with _Service(worker=True, worker_env=worker_env) as service:
             log(f"capturing {sum(len(v) for v in plan.captures.values())} sessions for {len(plan.captures)} users")
-            jobs = capture_all(service.call, key, plan, log=log)
+            jobs = capture_all(service.call, keys, plan, log=log)
             extra["capture_wall_seconds"] = round(time.monotonic() - started, 1)
-            extra["embeddings_wait_seconds"] = _wait_for_embeddings(project.pk)
+            extra["embeddings_wait_seconds"] = _wait_for_embeddings(project_ids)
             extractors = {j.extractor for j in jobs if j.extractor}
             extra["extractor"] = ",".join(sorted(extractors)) or None
             log(f"asking {len(plan.questions)} questions")
             asked = time.monotonic()
-            results = ask_all(service.call, key, plan, jobs, threads=options["threads"])
+            results = ask_all(service.call, keys, plan, jobs, threads=options["threads"])
             extra["retrieve_wall_seconds"] = round(time.monotonic() - asked, 1)
         extra["wall_seconds"] = round(time.monotonic() - started, 1)
         report = summarize(plan, jobs, results, extra=extra)
@@ -135,11 +154,11 @@ class Command(BaseCommand):
         self.stdout.write(line)
 
 
-def _wait_for_embeddings(project_id: int, timeout: float = 600) -> float:
+def _wait_for_embeddings(project_ids: list[int], timeout: float = 600) -> float:
     """Seconds until no memory of the project waits for its embedding (a memory without one
     cannot be found by meaning yet, which would be a different measurement)."""
     started = time.monotonic()
-    while Memory.objects.filter(project_id=project_id, embedding_status=EmbeddingStatus.PENDING).exists():
+    while Memory.objects.filter(project_id__in=project_ids, embedding_status=EmbeddingStatus.PENDING).exists():
         if time.monotonic() - started > timeout:
             raise CommandError(f"memories still waiting for embeddings after {timeout} s")
         time.sleep(0.5)
