@@ -80,6 +80,7 @@ class Command(BaseCommand):
             action="store_true",
             help="everyone in one project (default: a project per person or conversation); shows project-scope leaks",
         )
+        parser.add_argument("--min-score", type=float, help="send this min_score (default: the service's own cut)")
         parser.add_argument("--threads", type=int, default=2, help="concurrent retrieve clients")
         parser.add_argument("--out", help="also write the JSON report here")
         parser.add_argument(
@@ -126,6 +127,7 @@ class Command(BaseCommand):
             "split": options["split"] if plan.dataset == "natural" else None,
             "conversations": options["conversations"] if plan.dataset == "locomo" else None,
             "sample": options["sample"],
+            "min_score": options["min_score"],
             "projects": "shared" if options["shared_project"] else "one per person or conversation",
             "llm_model": options["llm_model"] if options["llm_url"] else None,
             "machine": machine.summary(machine.describe()),
@@ -140,7 +142,9 @@ class Command(BaseCommand):
             extra["extractor"] = ",".join(sorted(extractors)) or None
             log(f"asking {len(plan.questions)} questions")
             asked = time.monotonic()
-            results = ask_all(service.call, keys, plan, jobs, threads=options["threads"])
+            results = ask_all(
+                service.call, keys, plan, jobs, threads=options["threads"], min_score=options["min_score"]
+            )
             extra["retrieve_wall_seconds"] = round(time.monotonic() - asked, 1)
         extra["wall_seconds"] = round(time.monotonic() - started, 1)
         report = summarize(plan, jobs, results, extra=extra)
