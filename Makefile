@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export MEMORYHUB_HOME ?= $(CURDIR)/.memoryhub
 
-.PHONY: install run test lint format stop lock browser clean bench mpnet fuzz drills drills-disk load
+.PHONY: install run test lint format stop lock browser clean bench mpnet fuzz drills drills-disk load eval-pipeline
 
 install: $(STAMP)
 
@@ -90,6 +90,12 @@ bench: install $(PEER_STAMP)
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/bench $(PY) manage.py migrate --noinput -v 0
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/bench $(PY) manage.py bench_peer --variant $${BENCH_VARIANT:-obs} \
 		--peer-python $(PEER)/bin/python
+
+# Conversations in, answers out (evaluation/pipeline.py): web server and worker on servers of their
+# own under $(MEMORYHUB_HOME)/eval. EVAL_ARGS picks the data, e.g. `--dataset natural --split dev` or
+# `--dataset locomo --locomo ../shared/benchmarks/source/locomo10.json --conversations 3`.
+eval-pipeline: install
+	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/eval $(PY) manage.py eval_pipeline $${EVAL_ARGS:---dataset natural --split dev}
 
 stop: install
 	$(PY) -m memoryhub.embedded stop

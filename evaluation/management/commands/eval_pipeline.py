@@ -1,0 +1,169 @@
+"""python manage.py eval_pipeline: conversations in, answers out, through the real HTTP pipeline.
+
+Starts gunicorn (configured like ``make run``) and a Celery worker on this home's embedded
+servers (run it under a home of its own: ``make eval-pipeline`` uses ``$(MEMORYHUB_HOME)/eval``),
+creates fresh projects and API keys (no retrieval rate limit; a project per person or LoCoMo
+conversation unless ``--shared-project``), captures every session through
+``POST /api/v1/capture`` (``trigger: compaction``), waits for every job and for the memories'
+embeddings, then asks every question through ``POST /api/v1/retrieve`` (``limit: 10``). Scoring
+is in ``evaluation/pipeline.py``. Prints tables per group (split or conversation) and per type
+(question type or LoCoMo category), then one JSON line; ``--out`` writes the JSON too.
+
+Datasets:
+
+* ``--dataset natural [--split dev|heldout|all]``: ``eval/pipeline/natural.jsonl`` (its README).
+* ``--dataset locomo --locomo PATH [--conversations N]``: LoCoMo's ``locomo10.json`` read from
+  PATH at run time (CC BY-NC evaluation data: never copied into the repository). Each speaker is
+  their own user (their turns ``user``, the other's ``assistant``); category 1–4 questions only.
+  A question goes to the speaker it names (a capitalised word equal to their first name, or a
+  start of it of 3+ letters, "Mel" for Melanie); naming both or neither, it goes to both and the
+  two answers are merged by score.
+
+Extractor: whatever this environment configures (the rules without an LLM); ``--llm-url`` and
+``--llm-model`` point the worker (only the worker: retrieval stays as it is) at an
+OpenAI-compatible endpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import timezone
+
+from evaluation import machine
+from evaluation.harness import Service
+from evaluation.natural import NATURAL_PATH
+from evaluation.pipeline import ask_all, capture_all, details, locomo_plan, natural_plan, summarize, table
+from memories import services
+from memories.models import EmbeddingStatus, Memory
+
+
+class _Service(Service):
+    """The harness's gunicorn + worker, with environment variables for the worker alone."""
+
+    def __init__(self, *, worker_env: dict[str, str], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.worker_env = worker_env
+
+    def start(self, name: str) -> None:
+        if name != "worker" or not self.worker_env:
+            super().start(name)
+            return
+        shared = self.env
+        self.env = {**shared, **self.worker_env}
+        try:
+            super().start(name)
+        finally:
+            self.env = shared
+
+
+class Command(BaseCommand):
+    help = "Capture conversations over HTTP, then retrieve answers: evidence recall from provenance, end to end."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--dataset", choices=["natural", "locomo"], required=True)
+        parser.add_argument("--split", choices=["dev", "heldout", "all"], default="all", help="natural set only")
+        parser.add_argument("--natural", default=str(NATURAL_PATH), help="the natural set's file")
+        parser.add_argument("--people", type=int, help="natural set: only the first N people of the split")
+        parser.add_argument("--locomo", help="path of locomo10.json (read at run time, never copied)")
+        parser.add_argument("--conversations", type=int, help="LoCoMo: only the first N conversations")
+        parser.add_argument("--sample", type=int, help="only the first N questions (a slow path's sample)")
+        parser.add_argument("--llm-url", help="OpenAI-compatible base URL for the worker's extractor")
+        parser.add_argument("--llm-model", help="the model name at --llm-url")
+        parser.add_argument(
+            "--shared-project",
+            action="store_true",
+            help="everyone in one project (default: a project per person or conversation); shows project-scope leaks",
+        )
+        parser.add_argument("--min-score", type=float, help="send this min_score (default: the service's own cut)")
+        parser.add_argument("--threads", type=int, default=2, help="concurrent retrieve clients")
+        parser.add_argument("--out", help="also write the JSON report here")
+        parser.add_argument(
+            "--details", help="write each question's scores and top 5 items here (JSON lines; keep it out of the repo)"
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["dataset"] == "locomo":
+            if not options["locomo"]:
+                raise CommandError("--dataset locomo needs --locomo PATH (locomo10.json)")
+            plan = locomo_plan(
+                Path(options["locomo"]), conversations=options["conversations"], sample=options["sample"]
+            )
+        else:
+            plan = natural_plan(
+                Path(options["natural"]), split=options["split"], sample=options["sample"], people=options["people"]
+            )
+        worker_env: dict[str, str] = {}
+        if options["llm_url"]:
+            worker_env["MEMORYHUB_LLM_BASE_URL"] = options["llm_url"]
+            if options["llm_model"]:
+                worker_env["MEMORYHUB_LLM_MODEL"] = options["llm_model"]
+        call_command("migrate", interactive=False, verbosity=0)
+        # Projects of their own per run: nothing from an earlier run competes in retrieval. One per
+        # person (or conversation) unless --shared-project: these people are not one team, and a
+        # project-scope memory ("our team deploys to fly.io") would otherwise reach all of them.
+        stamp = timezone.now().strftime("%Y%m%d-%H%M%S-%f")
+        tenants = sorted(set(plan.tenants.values()))
+        keys_by_tenant: dict[str, str] = {}
+        project_ids = []
+        for tenant in ["shared"] if options["shared_project"] else tenants:
+            slug = f"eval-pipeline-{stamp}-{tenant}"[:50]
+            project = services.project_get_or_create(slug=slug, team_slug=f"eval-pipeline-{stamp}"[:50])
+            project.retrieval_rate_limit = 0  # no limit: an evaluation asks hundreds of questions per user
+            project.save(update_fields=["retrieval_rate_limit"])
+            keys_by_tenant[tenant] = services.api_key_create(project=project, name="eval_pipeline")[1]
+            project_ids.append(project.pk)
+        keys = {
+            user: keys_by_tenant["shared" if options["shared_project"] else tenant]
+            for user, tenant in plan.tenants.items()
+        }
+        log = self.stderr.write
+        extra: dict[str, Any] = {
+            "split": options["split"] if plan.dataset == "natural" else None,
+            "conversations": options["conversations"] if plan.dataset == "locomo" else None,
+            "sample": options["sample"],
+            "min_score": options["min_score"],
+            "projects": "shared" if options["shared_project"] else "one per person or conversation",
+            "llm_model": options["llm_model"] if options["llm_url"] else None,
+            "machine": machine.summary(machine.describe()),
+        }
+        started = time.monotonic()
+        with _Service(worker=True, worker_env=worker_env) as service:
+            log(f"capturing {sum(len(v) for v in plan.captures.values())} sessions for {len(plan.captures)} users")
+            jobs = capture_all(service.call, keys, plan, log=log)
+            extra["capture_wall_seconds"] = round(time.monotonic() - started, 1)
+            extra["embeddings_wait_seconds"] = _wait_for_embeddings(project_ids)
+            extractors = {j.extractor for j in jobs if j.extractor}
+            extra["extractor"] = ",".join(sorted(extractors)) or None
+            log(f"asking {len(plan.questions)} questions")
+            asked = time.monotonic()
+            results = ask_all(
+                service.call, keys, plan, jobs, threads=options["threads"], min_score=options["min_score"]
+            )
+            extra["retrieve_wall_seconds"] = round(time.monotonic() - asked, 1)
+        extra["wall_seconds"] = round(time.monotonic() - started, 1)
+        report = summarize(plan, jobs, results, extra=extra)
+        self.stdout.write(table(report))
+        line = json.dumps(report)
+        if options["details"]:
+            with open(options["details"], "w", encoding="utf-8") as handle:
+                handle.writelines(json.dumps(row) + "\n" for row in details(results))
+        if options["out"]:
+            Path(options["out"]).write_text(line + "\n")
+        self.stdout.write(line)
+
+
+def _wait_for_embeddings(project_ids: list[int], timeout: float = 600) -> float:
+    """Seconds until no memory of the project waits for its embedding (a memory without one
+    cannot be found by meaning yet, which would be a different measurement)."""
+    started = time.monotonic()
+    while Memory.objects.filter(project_id__in=project_ids, embedding_status=EmbeddingStatus.PENDING).exists():
+        if time.monotonic() - started > timeout:
+            raise CommandError(f"memories still waiting for embeddings after {timeout} s")
+        time.sleep(0.5)
+    return round(time.monotonic() - started, 1)

@@ -1,0 +1,109 @@
+"""eval/pipeline/natural.jsonl keeps the promises of eval/pipeline/README.md.
+
+A question whose evidence does not state its answer would score the pipeline against a fact
+nobody said; an "unanswerable" question with an answer would reward returning noise.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from evaluation.natural import (
+    QUESTION_TYPES,
+    SPLITS,
+    alias_in,
+    any_alias_in,
+    date_forms,
+    load_natural,
+    resolve_relative,
+)
+
+PEOPLE = load_natural()
+QUESTIONS = [(person, q) for person in PEOPLE for q in person["questions"]]
+
+
+def _message(person: dict[str, Any], pair: list[int]) -> Any:
+    session, index = pair
+    return person["sessions"][session]["messages"][index]
+
+
+def test_size_and_shape() -> None:
+    assert len(PEOPLE) >= 40
+    assert len({p["person"] for p in PEOPLE}) == len(PEOPLE)
+    assert len({q["id"] for _, q in QUESTIONS}) == len(QUESTIONS)
+    for person in PEOPLE:
+        assert person["split"] in SPLITS, person["person"]
+        assert len(person["sessions"]) >= 3, person["person"]
+        assert 4 <= len(person["questions"]) <= 8, person["person"]
+        dates = [dt.date.fromisoformat(s["date"]) for s in person["sessions"]]
+        assert dates == sorted(dates), f"{person['person']}: sessions out of date order"
+        for session in person["sessions"]:
+            roles = [m["role"] for m in session["messages"]]
+            assert set(roles) == {"user", "assistant"}, person["person"]
+            assert all(m["content"].strip() for m in session["messages"])
+
+
+def test_about_a_third_is_held_out() -> None:
+    held = sum(p["split"] == "heldout" for p in PEOPLE)
+    assert 0.25 <= held / len(PEOPLE) <= 0.40
+    # Both splits must be able to report every kind of question on their own.
+    for split in SPLITS:
+        kinds = {q["type"] for p, q in QUESTIONS if p["split"] == split}
+        assert {"single", "temporal", "change", "unanswerable"} <= kinds, split
+
+
+def test_unanswerable_share_and_shape() -> None:
+    counts = Counter(q["type"] for _, q in QUESTIONS)
+    assert set(counts) <= set(QUESTION_TYPES)
+    assert counts["unanswerable"] / len(QUESTIONS) >= 0.20
+    for _, q in QUESTIONS:
+        if q["type"] == "unanswerable":
+            assert q["answers"] == [] and q["evidence"] == [], q["id"]
+        else:
+            assert q["answers"] and q["evidence"], q["id"]
+
+
+@pytest.mark.parametrize(("person", "question"), QUESTIONS, ids=[q["id"] for _, q in QUESTIONS])
+def test_evidence_states_the_answer(person: dict[str, Any], question: dict[str, Any]) -> None:
+    for pair in question["evidence"]:
+        session, index = pair
+        assert 0 <= session < len(person["sessions"]), pair
+        assert 0 <= index < len(person["sessions"][session]["messages"]), pair
+        assert _message(person, pair)["role"] == "user", f"{question['id']}: evidence {pair} is not the user's"
+    texts = [_message(person, pair)["content"] for pair in question["evidence"]]
+    if question["type"] == "temporal":
+        # Checked on the resolved form: the phrase was said, and the label is its resolution.
+        phrase = question["relative"]
+        assert any(phrase in text.lower() for text in texts), f"{question['id']}: {phrase!r} not in evidence"
+        said_on = dt.date.fromisoformat(person["sessions"][question["evidence"][0][0]]["date"])
+        assert question["date"] == resolve_relative(phrase, said_on), question["id"]
+        assert question["date"] in question["answers"]
+        assert set(date_forms(question["date"])) <= set(question["answers"])
+    elif question["type"] != "unanswerable":
+        assert any(any_alias_in(question["answers"], text) for text in texts), (
+            f"{question['id']}: no answer alias in its evidence {texts}"
+        )
+    if question["type"] == "change":
+        said = [m["content"] for s in person["sessions"] for m in s["messages"] if m["role"] == "user"]
+        assert question["stale"] and any(any_alias_in(question["stale"], text) for text in said), question["id"]
+
+
+def test_alias_match_is_anchored_at_a_word_start() -> None:
+    assert alias_in("july 6", "i go back to work on July 6th")
+    assert alias_in("sunday", "cooking for her on sundays now")
+    assert not alias_in("sam", "my friend jessamy")
+    assert not alias_in("lab", "we collaborate")
+
+
+def test_relative_dates_resolve_against_the_day_they_were_said() -> None:
+    monday = dt.date(2026, 3, 9)
+    assert resolve_relative("yesterday", monday) == "2026-03-08"
+    assert resolve_relative("on saturday", monday) == "2026-03-07"
+    assert resolve_relative("on monday", monday) == "2026-03-02"  # a past weekday is never the same day
+    assert resolve_relative("next monday", monday) == "2026-03-16"
+    assert resolve_relative("last month", monday) == "2026-02"
+    assert date_forms("2026-03-07") == ["2026-03-07", "march 7", "7 march", "mar 7"]
