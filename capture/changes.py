@@ -163,6 +163,11 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 )
 # "X, not Y" at the end of a full statement: Y is what it replaces.
 _NOT_OLD = re.compile(r",\s+not\s+(?P<old>[^,]{1,60})$", _I)
+_DROPPED = re.compile(
+    r"\b(?:dropped|ditched|quit|gave up|got rid of|moved off|migrat(?:ed|ing) off|moved away from|"
+    r"switched away from|stopped using)\s+(?P<old>[\w.+#-]+(?:\s+(?!to\b|for\b|and\b)[\w.+#-]+)?)",
+    _I,
+)
 _INSTEAD = re.compile(r"\binstead of\s+(?P<old>[^,]{1,60}?)(?:\s+(?:now|anymore|any more))?$", _I)
 # Where an elliptical new value ends: "amoxicillin I'm allergic to", "John with an h".
 _VALUE_END = re.compile(r"\s+(?:i|i'm|we|with|that|which|who|for|because|as|and|but)\b.*$", _I)
@@ -199,8 +204,10 @@ def read_change(clause: str) -> tuple[str, Change] | None:
 
 
 def named_old(clause: str) -> str:
-    """The old value a full statement names: "I use pnpm instead of npm", "... with Helm, not Kustomize"."""
-    match = _INSTEAD.search(clause.rstrip(" .!")) or _NOT_OLD.search(clause.rstrip(" .!"))
+    """The old value a full statement names: "I use pnpm instead of npm", "... with Helm, not Kustomize",
+    "we dropped fly.io, moving everything to hetzner"."""
+    text = clause.rstrip(" .!")
+    match = _INSTEAD.search(text) or _NOT_OLD.search(text) or _DROPPED.search(text)
     return match["old"].strip() if match else ""
 
 

@@ -36,11 +36,11 @@ from capture.classifier import (
     parse_classifier_output,
     validate_items,
 )
-from capture.dates import said_on
 from capture.models import CaptureJob, JobStatus, Trigger
 from capture.observations import build_observation_messages, extract_observations, parse_observation_output
 from capture.proposals import ProposedMemory
 from capture.rules import dated, extract_from_window, is_personal
+from conversations.dates import said_on
 from conversations.window import clean_window
 from retrieval.duplicates import NearDuplicateFinder
 from retrieval.embedders import EmbedderError

@@ -27,8 +27,6 @@ from datetime import date
 from typing import Any
 
 from capture.changes import Change, Known, Matcher, named_old, read_change
-from capture.dates import resolve as resolve_dates
-from capture.dates import said_on
 from capture.proposals import ProposedMemory
 from capture.text import (
     clip,
@@ -47,6 +45,8 @@ from capture.text import (
     third_person,
     word_set,
 )
+from conversations.dates import resolve as resolve_dates
+from conversations.dates import said_on
 from memoryhub.redaction import REDACTED, find_secrets
 
 _I = re.IGNORECASE
@@ -583,6 +583,8 @@ def extract_from_window(
             if key not in seen:
                 seen.add(key)
                 proposals.append(proposal)
+        for proposal in _names(message.get("content", ""), proposals):
+            proposals.append(proposal)
     return proposals
 
 
@@ -595,6 +597,38 @@ def glossed(proposal: ProposedMemory) -> ProposedMemory:
             content = finish_sentence(f"{proposal.content.rstrip('.')}, {gloss}")
             return dataclasses.replace(proposal, content=content) if len(content) <= _MAX_CHARS else proposal
     return proposal
+
+
+_NAMED = re.compile(
+    r"\b(?:(?:her|his|its)\s+name(?:'s|\s+is)|(?:she|he|it)(?:'s|\s+is)\s+(?:called|named))\s+"
+    r"(?P<name>[a-z][\w'-]+)\b",
+    _I,
+)
+_RELATION = re.compile(rf"\b(?:{_FAMILY}|manager|boss|supervisor|colleague|coworker|friend|mate|neighbou?r)\b", _I)
+
+
+def _names(text: str, found: Sequence[ProposedMemory]) -> list[ProposedMemory]:
+    """ "we adopted a greyhound! her name is pixel": the name of the one just spoken of, as its own memory."""
+    named = []
+    for match in _NAMED.finditer(text):
+        before = list(_RELATION.finditer(text[: match.start()]))
+        name = match["name"]
+        if not before or any(re.search(rf"\b{re.escape(name)}\b", p.content, _I) for p in found):
+            continue
+        who = before[-1].group().lower()
+        content = f"The user's {who} is called {name[0].upper()}{name[1:]}."
+        named.append(
+            ProposedMemory(
+                content=content,
+                kind="fact",
+                category="user-facts",
+                importance=0.6,
+                confidence=0.7,
+                reason="The user named someone close to them.",
+                evidence=clip(text, 200),
+            )
+        )
+    return named
 
 
 def dated(proposal: ProposedMemory, said: date) -> ProposedMemory:

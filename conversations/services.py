@@ -19,7 +19,6 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Max
 from django.utils import timezone
 
 from conversations.selectors import message_state
@@ -34,6 +33,8 @@ from memoryhub.redaction import redact, redact_json
 # them for embedding: ``retrieval.message_vectors.queue_for_embedding``).
 after_messages_stored: list[Callable[[Sequence[Message]], None]] = []
 
+# How much of the message before it a message keeps as its context (``Message.context``).
+CONTEXT_CHARS = 300
 # How far back a captured window's messages are looked for among the session's stored ones.
 SESSION_LOOKBACK = 500
 # pg_advisory_xact_lock's namespace for "one conversation per session" (capture uses 4601).
@@ -122,7 +123,9 @@ def messages_append(*, conversation: Conversation, drafts: Sequence[MessageDraft
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("messages_append must run inside a transaction")
     Conversation.objects.select_for_update().filter(pk=conversation.pk).values_list("pk").first()
-    last = Message.objects.filter(conversation=conversation).aggregate(last=Max("seq"))["last"] or 0
+    previous = Message.objects.filter(conversation=conversation).order_by("-seq").only("seq", "content").first()
+    last = previous.seq if previous else 0
+    before = [previous.content if previous else "", *(draft.content for draft in drafts)]
     messages = Message.objects.bulk_create(
         Message(
             conversation=conversation,
@@ -132,6 +135,7 @@ def messages_append(*, conversation: Conversation, drafts: Sequence[MessageDraft
             extra=draft.extra,
             correlation_id=draft.correlation_id,
             said_at=draft.said_at,
+            context=before[offset - 1][:CONTEXT_CHARS],
         )
         for offset, draft in enumerate(drafts, start=1)
     )

@@ -423,9 +423,14 @@ class Message(models.Model):
     embedding = FloatVectorField(null=True, blank=True)
     # When the message was said, as its sender dated it (``timestamp``); else when it arrived.
     said_at = models.DateTimeField(null=True, blank=True)
-    # Messages are searched as episodes beside memories (``retrieval.episodes``): their words too.
+    # The message before it, as said (cut): "called the arch" answers "which gym do you go to?",
+    # so an episode is searched with what it replies to.
+    context = models.TextField(blank=True, default="")
+    # Messages are searched as episodes beside memories (``retrieval.episodes``): their words too,
+    # the context's weighing less.
     search = models.GeneratedField(
-        expression=SearchVector("content", config="english"),
+        expression=SearchVector("content", config="english", weight="A")
+        + SearchVector("context", config="english", weight="B"),
         output_field=SearchVectorField(),
         db_persist=True,
     )

@@ -30,6 +30,7 @@ from memories.models import (
     ScratchpadEntry,
 )
 from memoryhub.redis import redis_client
+from retrieval.message_vectors import searched_text
 from retrieval.models import KeywordStats, RetrievalLog
 from retrieval.vector_cache import cache_key, cache_names
 
@@ -45,6 +46,11 @@ def erase_user(*, project: Project, user_id: str) -> dict[str, int]:
         texts = [
             *memories.values_list("content", flat=True),
             *Message.objects.filter(conversation__in=conversations).values_list("content", flat=True),
+            # Message vectors are cached under the text they were embedded from (with its context).
+            *(
+                searched_text(m)
+                for m in Message.objects.filter(conversation__in=conversations).only("content", "context")
+            ),
         ]
         models = {*Embedding.objects.filter(memory_id__in=memory_ids).values_list("model", flat=True)}
         models |= {*Message.objects.filter(conversation__in=conversations).values_list("embedding_model", flat=True)}

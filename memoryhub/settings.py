@@ -285,6 +285,11 @@ MEMORYHUB_MIN_SCORE = env.optional_number(
 MEMORYHUB_RELEVANCE_MARGIN = env.optional_number(
     "MEMORYHUB_RELEVANCE_MARGIN", "keep answers within this much of the best one's relevance", shown="fitted"
 )
+# Episodes (retrieval/episodes.py) have their own absolute cut: a message is noisier than a
+# memory, and its scores run lower (chosen on the natural set's dev people; docs/adr/0080).
+MEMORYHUB_EPISODE_MIN_SCORE = env.number(
+    "MEMORYHUB_EPISODE_MIN_SCORE", 0.06, "relevance cut of episodes (captured messages) in `POST /retrieve`", minimum=0
+)
 # The optional LLM judge stage (retrieval/judge.py): off unless asked for, and only with an LLM.
 MEMORYHUB_JUDGE = env.switch("MEMORYHUB_JUDGE", False, "LLM judge over the best few candidates (needs an LLM)")
 MEMORYHUB_JUDGE_TIMEOUT_S = env.number("MEMORYHUB_JUDGE_TIMEOUT_S", 1.5, "seconds the judge may take", minimum=0)

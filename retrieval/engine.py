@@ -44,6 +44,10 @@ log = logging.getLogger(__name__)
 GRAPH_DECAY = 0.85  # a neighbour scores below the memory that led to it
 CONTEXT_MESSAGES = 3
 SEARCH_MIN_MS = 200
+# An episode whose memory was superseded keeps this share of its score: still findable, below the news.
+OUTDATED_EPISODE_FACTOR = 0.5
+# How much of what an episode replies to the injection shows with it.
+EPISODE_CONTEXT_CHARS = 160
 
 
 @dataclass
@@ -297,11 +301,11 @@ def _run(
         project, request, query=query, model=model, vectors=vectors, query_vectors=len(queries), trace=trace
     )
     if said:
-        # One cut over memories and episodes together: the relative margin counts from the best of both.
-        scored = relevance.select(
-            [*scored, *((e.key, e.score) for e in said)], min_score=trace.threshold or 0.0, margin=trace.margin
-        )
-        trace.cut = max([trace.threshold or 0.0, *(trace.margin * value for _, value in scored[:1])])
+        # Memories keep their cut; episodes have their own (a request's min_score is both), and
+        # the two lists are ranked as one.
+        floor = request.min_score if request.min_score is not None else float(settings.MEMORYHUB_EPISODE_MIN_SCORE)
+        said = [e for e in said if e.score >= floor]
+        scored = sorted([*scored, *((e.key, e.score) for e in said)], key=lambda pair: (-pair[1], pair[0]))
     # Only the ones that will be returned: loading every candidate above the cut (60 and
     # more on a large corpus) with its relations cost ~10 ms per call.
     top = scored[: request.limit]
@@ -354,7 +358,7 @@ def find_episodes(
     else:
         values = [e.score for e in relevance.evidences(candidates, stats=trace.background, query_vectors=query_vectors)]
     for episode, value in zip(found, values, strict=True):
-        episode.score = value
+        episode.score = value * OUTDATED_EPISODE_FACTOR if episode.outdated else value
     trace.episodes = found
     trace.timed("episodes", started)
     return found
@@ -714,7 +718,7 @@ def build_result(
     items += [
         PackItem(
             id=e.key,
-            content=e.content,
+            content=f"(in reply to: {e.context[:EPISODE_CONTEXT_CHARS]})\n{e.content}" if e.context else e.content,
             kind="episode",
             category="",
             scope="",

@@ -7,7 +7,9 @@ by meaning (the messages' vectors, ``retrieval.message_vectors``) and by their w
 share of the query's words, the same signal the memory search calls ``coverage``), and scored by the
 same relevance model, so one cut and one ranking hold both (``retrieval.engine``).
 
-Only ``user`` and ``assistant`` messages with text are episodes. Isolation is the memories': the
+Only the user's messages with text are episodes: the assistant's words are the agent's own, and
+they echo the user's topic without stating anything about them (they are kept as the next
+message's ``context``). Isolation is the memories': the
 statement names the project and the end user, and the tables' row policies apply to the API's role.
 """
 
@@ -21,6 +23,7 @@ from typing import Any
 import numpy as np
 from django.db import connection
 
+from conversations.dates import annotate
 from memories.fields import vector_literal
 from memories.models import Message, Project
 from retrieval.search import Candidate
@@ -42,9 +45,13 @@ class Episode:
     content: str
     said_at: datetime
     correlation_id: str = ""
+    # The message before it (what it replies to), cut.
+    context: str = ""
     score: float = 0.0
     matched_by: tuple[str, ...] = ()
     candidate: Candidate | None = field(default=None, repr=False)
+    # A memory it became was superseded since: it ranks below what replaced it.
+    outdated: bool = False
 
     @property
     def key(self) -> str:
@@ -68,7 +75,7 @@ WITH mine AS MATERIALIZED (
     SELECT m.id, m.search, m.embedding, m.embedding_model
     FROM memories_message m JOIN memories_conversation c ON c.id = m.conversation_id
     WHERE c.project_id = %(project)s AND c.user_id = %(user)s
-      AND m.role IN ('user', 'assistant') AND m.content <> ''
+      AND m.role = 'user' AND m.content <> ''
 ),
 words AS (
     SELECT w.lexeme,
@@ -86,7 +93,10 @@ keyword AS (
 ),
 nearest AS ({nearest})
 SELECT mine.id::text, keyword.coverage, mine.id IN (SELECT id FROM nearest),
-       ARRAY[{distances or "NULL::float8"}]::float8[]
+       ARRAY[{distances or "NULL::float8"}]::float8[],
+       EXISTS (SELECT 1 FROM memories_memory old
+               WHERE old.project_id = %(project)s AND old.user_id = %(user)s AND old.status = 'superseded'
+                 AND old.source -> 'messages' @> jsonb_build_array(jsonb_build_object('id', mine.id::text)))
 FROM mine LEFT JOIN keyword ON keyword.id = mine.id
 WHERE mine.id IN (SELECT id FROM keyword) OR mine.id IN (SELECT id FROM nearest)
 """
@@ -113,7 +123,11 @@ def find(
         cursor.execute(_statement(count, query_vectors), params)
         rows = cursor.fetchall()
     found: dict[str, Candidate] = {}
-    for message_id, coverage, near, distances in rows:
+    # Messages whose memory a later one superseded: what they said has changed since.
+    stale: set[str] = set()
+    for message_id, coverage, near, distances, outdated in rows:
+        if outdated:
+            stale.add(message_id)
         cosines = [None if d is None else 1.0 - float(d) for d in (distances or [])]
         asked = [c for c in cosines[:query_vectors] if c is not None]
         hyde = [c for c in cosines[query_vectors:] if c is not None]
@@ -127,10 +141,13 @@ def find(
             keyword_rank=None if coverage is None else 0,
             matched_by=matched_by,
         )
-    return [
+    episodes = [
         _with_candidate(episode, found[episode.id])
         for episode in load(project=project, user_id=user_id, ids=list(found))
     ]
+    for episode in episodes:
+        episode.outdated = episode.id in stale
+    return episodes
 
 
 def _with_candidate(episode: Episode, candidate: Candidate) -> Episode:
@@ -148,13 +165,14 @@ def load(*, project: Project, user_id: str, ids: Sequence[str]) -> list[Episode]
             pk__in=list(ids),
             conversation__project=project,
             conversation__user_id=user_id,
-            role__in=("user", "assistant"),
+            role="user",
         )
         .select_related("conversation")
         .only(
             "id",
             "role",
             "content",
+            "context",
             "said_at",
             "created_at",
             "correlation_id",
@@ -168,9 +186,11 @@ def load(*, project: Project, user_id: str, ids: Sequence[str]) -> list[Episode]
             conversation_id=str(m.conversation.pk),
             session_id=m.conversation.session_id,
             role=m.role,
-            content=m.content,
+            # Relative dates as said, each with the day it meant ("on saturday (2026-03-07)").
+            content=annotate(m.content, (m.said_at or m.created_at).date()),
             said_at=m.said_at or m.created_at,
             correlation_id=m.correlation_id,
+            context=m.context,
         )
         for m in rows
     }

@@ -34,10 +34,15 @@ def embed_messages(*, message_ids: Sequence[str]) -> int:
     for message in messages:
         by_model.setdefault(active_model(message.conversation.project), []).append(message)
     for model, group in by_model.items():
-        vectors = embed_texts([m.content for m in group], embedder=embedder_for_model(model))
+        vectors = embed_texts([searched_text(m) for m in group], embedder=embedder_for_model(model))
         for message, vector in zip(group, vectors, strict=True):
             Message.objects.filter(pk=message.pk, embedding_model="").update(embedding=vector, embedding_model=model)
     return len(messages)
+
+
+def searched_text(message: Message) -> str:
+    """What a message's vector stands for: the message, after the one it replies to."""
+    return f"{message.context}\n{message.content}" if message.context else message.content
 
 
 def queue_for_embedding(messages: Sequence[Message]) -> None:

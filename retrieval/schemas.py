@@ -59,6 +59,7 @@ class EpisodeOut(Schema):
     content: str
     said_at: datetime
     correlation_id: str
+    context: str
     score: float
     matched_by: list[str]
 
@@ -134,6 +135,7 @@ def episode_out(episode: Episode) -> dict[str, Any]:
         "content": episode.content,
         "said_at": episode.said_at,
         "correlation_id": episode.correlation_id,
+        "context": episode.context,
         "score": round(episode.score, 4),
         "matched_by": list(episode.matched_by),
     }

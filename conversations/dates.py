@@ -93,6 +93,22 @@ def resolve(text: str, said: date) -> Resolved:
     return Resolved(text, first)
 
 
+def annotate(text: str, said: date) -> str:
+    """``text`` as said, each relative date followed by the date it means: "yesterday (2026-03-08)"."""
+    future = bool(_FUTURE.search(text))
+
+    def replace(name: str) -> Callable[[re.Match[str]], str]:
+        def build(match: re.Match[str]) -> str:
+            value = _resolved(name, match, said, future)[1]
+            return f"{match.group()} ({value})" if value else match.group()
+
+        return build
+
+    for name, pattern in _PATTERNS:
+        text = pattern.sub(replace(name), text)
+    return text
+
+
 def _resolved(name: str, match: re.Match[str], said: date, future: bool) -> tuple[str, str]:
     """(the phrase that replaces the match, the ISO value it names); ("", "") to leave it."""
     if name in ("day_before_yesterday", "yesterday", "today", "tomorrow"):
