@@ -164,7 +164,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 # "X, not Y" at the end of a full statement: Y is what it replaces.
 _NOT_OLD = re.compile(r",\s+not\s+(?P<old>[^,]{1,60})$", _I)
 _DROPPED = re.compile(
-    r"\b(?:dropped|ditched|quit|gave up|got rid of|moved off|migrat(?:ed|ing) off|moved away from|"
+    r"\b(?:drop|dropped|ditch|ditched|quit|gave up|got rid of|moved off|migrat(?:ed|ing) off|moved away from|"
     r"switched away from|stopped using)\s+(?P<old>[\w.+#-]+(?:\s+(?!to\b|for\b|and\b)[\w.+#-]+)?)",
     _I,
 )
@@ -209,6 +209,31 @@ def named_old(clause: str) -> str:
     text = clause.rstrip(" .!")
     match = _INSTEAD.search(text) or _NOT_OLD.search(text) or _DROPPED.search(text)
     return match["old"].strip() if match else ""
+
+
+_NEW_VALUE = re.compile(
+    r"\b(?:(?:moving|moved|switching|switched|migrating|migrated|going|gone|changed)\s+(?:everything\s+|it\s+|all\s+|"
+    r"over\s+|back\s+)*to|using|doing|running\s+(?:everything\s+|it\s+|all\s+)?(?:in|on))\s+"
+    r"(?:a\s+|an\s+|the\s+)?(?P<new>[\w.+#-]+)"
+    r"|\b(?:i|he|she|they|we)(?:'s|'m|'re|\s+is|\s+am|\s+are)\s+(?:now\s+)?(?P<state>[\w-]+)\s+now\b",
+    _I,
+)
+_NOT_ANYMORE = re.compile(r"\bnot\s+(?P<old>[\w-]+)\s+any\s?more\b", _I)
+
+
+def message_change(text: str) -> Change | None:
+    """What a whole message says replaced what, when its clauses are no statements of their own:
+    "we had to drop launchdarkly, too expensive. using unleash self hosted now"."""
+    old = ""
+    for sentence in re.split(r"(?<=[.!?])\s+", text):
+        old = old or named_old(sentence) or ((m := _NOT_ANYMORE.search(sentence)) and m["old"]) or ""
+    if not old:
+        return None
+    for match in _NEW_VALUE.finditer(text):
+        new = match["new"] or match["state"]
+        if new and new.lower() not in old.lower() and new.lower() not in _STOP:
+            return Change(old=old, new=new, elliptical=True)
+    return None
 
 
 class Matcher:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from capture.changes import Change, Known, Matcher, named_old, read_change
+from capture.changes import Change, Known, Matcher, message_change, named_old, read_change
 from capture.proposals import ProposedMemory
 from capture.text import (
     clip,
@@ -585,6 +585,9 @@ def extract_from_window(
                 proposals.append(proposal)
         for proposal in _names(message.get("content", ""), proposals):
             proposals.append(proposal)
+        replaced = _replaced(message.get("content", ""), matcher)
+        if replaced is not None and replaced.content not in {p.content for p in proposals}:
+            proposals.append(replaced)
     return proposals
 
 
@@ -629,6 +632,22 @@ def _names(text: str, found: Sequence[ProposedMemory]) -> list[ProposedMemory]:
             )
         )
     return named
+
+
+def _replaced(text: str, matcher: Matcher) -> ProposedMemory | None:
+    """A change no clause stated on its own ("dropped X ... using Y now"): the memory naming X,
+    rewritten with Y, when exactly one does."""
+    change = message_change(text)
+    if change is None:
+        return None
+    placeholder = ProposedMemory(
+        content=_UNSTATED,
+        kind="fact",
+        category="user-facts",
+        reason="The user said what replaced what.",
+        evidence=clip(text, 200),
+    )
+    return _resolve(_Found(placeholder, change=change, signalled=True), matcher)
 
 
 def dated(proposal: ProposedMemory, said: date) -> ProposedMemory:

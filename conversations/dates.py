@@ -35,6 +35,7 @@ MONTHS = (
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "a couple of": 2}
 _FUTURE = re.compile(r"\b(?:will|'ll|going to|gonna|plan(?:s|ning)? to|next|tomorrow|upcoming|soon)\b", _I)
 _WEEKDAY = "|".join(WEEKDAYS)
+_PARTS = "morning|afternoon|evening|night"
 _MONTH = "|".join(MONTHS)
 _COUNT = r"(?P<count>\d+|a couple of|an?|one|two|three|four|five|six)"
 
@@ -45,7 +46,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("yesterday", r"\b(?:yesterday|last night)\b"),
         ("today", r"\b(?:today|tonight|this (?:morning|afternoon|evening))\b"),
         ("tomorrow", r"\btomorrow\b"),
-        ("weekday", rf"\b(?P<which>last|this past|on|next|this)\s+(?P<day>{_WEEKDAY})\b"),
+        # "on wednesday nights" is a habit, not a day.
+        ("weekday", rf"\b(?P<which>last|this past|on|next|this)\s+(?P<day>{_WEEKDAY})\b(?!\s+(?:{_PARTS}s)\b)"),
         ("ago", rf"\b{_COUNT}\s+(?P<unit>days?|weeks?|months?|years?)\s+ago\b"),
         ("last_unit", r"\b(?P<which>last|next)\s+(?P<unit>week|month|year)\b"),
         ("month", rf"\b(?P<prep>in|since|last|this past)\s+(?P<month>{_MONTH})\b(?!\s+\d)"),
