@@ -371,8 +371,8 @@ def _memory_item(memory: dict[str, Any], job_by_memory: dict[str, JobRecord], jo
     score = float(memory.get("score") or 0)
     source = memory.get("source") or {}
     listed = source.get("messages") if isinstance(source, dict) else None
-    if listed:
-        turns = frozenset(str(m.get("correlation_id") or "") for m in listed if isinstance(m, dict))
+    if isinstance(listed, list):  # the service says where it came from ([]: from no stored message)
+        turns = frozenset(str(m.get("correlation_id") or "") for m in listed if isinstance(m, dict)) - {""}
         return Item("memory", text, score, turns)
     job = job_by_id.get(str(source.get("capture_job"))) if isinstance(source, dict) else None
     job = job or job_by_memory.get(str(memory.get("id")))
