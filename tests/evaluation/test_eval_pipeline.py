@@ -11,8 +11,16 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from evaluation.natural import load_natural
-from evaluation.pipeline import Item, JobRecord, Question, _memory_item, score_question, speakers_named
+from evaluation.natural import NATURAL_PATH, load_natural
+from evaluation.pipeline import (
+    Item,
+    JobRecord,
+    Question,
+    _memory_item,
+    natural_plan,
+    score_question,
+    speakers_named,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -96,6 +104,13 @@ def test_provenance_from_the_service_wins_over_the_approximation() -> None:
     # An empty list is the service's answer (no stored message), not a reason to guess.
     empty = {**listed, "source": {"capture_job": "job-1", "messages": []}}
     assert _memory_item(empty, {}, {"job-1": job}).turns == frozenset()
+
+
+def test_a_sample_captures_only_the_users_it_asks() -> None:
+    plan = natural_plan(NATURAL_PATH, split="dev", sample=10)
+    assert len(plan.questions) == 10
+    assert set(plan.captures) == {user for q in plan.questions for user in q.user_ids}
+    assert len(plan.captures) < len(load_natural(split="dev"))
 
 
 def test_a_locomo_question_goes_to_the_speaker_it_names() -> None:
