@@ -136,9 +136,8 @@ def natural_plan(path: Path, *, split: str = "all", sample: int | None = None, p
                     answer_text=min(answers, key=len) if answers else "",
                 )
             )
-    if sample:
-        questions = questions[:sample]
-    return Plan("natural", captures, {u: u.removeprefix("natural-") for u in captures}, questions, turns)
+    plan = Plan("natural", captures, {u: u.removeprefix("natural-") for u in captures}, questions, turns)
+    return _sampled(plan, sample)
 
 
 def parse_locomo_date(text: str) -> dt.datetime:
@@ -223,10 +222,23 @@ def locomo_plan(path: Path, *, conversations: int | None = None, sample: int | N
                     answer_text=answer,  # one free-text answer: scored by its words, not as an alias
                 )
             )
-    if sample:
-        questions = questions[:sample]
     notes = [f"questions naming one speaker {routed['one']}, both {routed['both']}, neither {routed['neither']}"]
-    return Plan("locomo", captures, {u: u.split(":")[0] for u in captures}, questions, turns, notes)
+    plan = Plan("locomo", captures, {u: u.split(":")[0] for u in captures}, questions, turns, notes)
+    return _sampled(plan, sample)
+
+
+def _sampled(plan: Plan, sample: int | None) -> Plan:
+    """The first ``sample`` questions, and only the captures of the users they ask: on a slow
+    extractor the captures are what costs."""
+    if not sample:
+        return plan
+    questions = plan.questions[:sample]
+    asked = {user for q in questions for user in q.user_ids}
+    captures = {user: items for user, items in plan.captures.items() if user in asked}
+    turns = sum(len(c.messages) for items in captures.values() for c in items)
+    notes = [*plan.notes, f"sample: the first {len(questions)} questions, {len(captures)} users captured"]
+    tenants = {user: plan.tenants[user] for user in captures}
+    return Plan(plan.dataset, captures, tenants, questions, turns, notes)
 
 
 # --- Running: captures, then questions ------------------------------------------------------
@@ -371,8 +383,8 @@ def _memory_item(memory: dict[str, Any], job_by_memory: dict[str, JobRecord], jo
     score = float(memory.get("score") or 0)
     source = memory.get("source") or {}
     listed = source.get("messages") if isinstance(source, dict) else None
-    if listed:
-        turns = frozenset(str(m.get("correlation_id") or "") for m in listed if isinstance(m, dict))
+    if isinstance(listed, list):  # the service says where it came from ([]: from no stored message)
+        turns = frozenset(str(m.get("correlation_id") or "") for m in listed if isinstance(m, dict)) - {""}
         return Item("memory", text, score, turns)
     job = job_by_id.get(str(source.get("capture_job"))) if isinstance(source, dict) else None
     job = job or job_by_memory.get(str(memory.get("id")))

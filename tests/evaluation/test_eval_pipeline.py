@@ -11,8 +11,16 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from evaluation.natural import load_natural
-from evaluation.pipeline import Item, Question, score_question, speakers_named
+from evaluation.natural import NATURAL_PATH, load_natural
+from evaluation.pipeline import (
+    Item,
+    JobRecord,
+    Question,
+    _memory_item,
+    natural_plan,
+    score_question,
+    speakers_named,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -81,6 +89,28 @@ def test_scores_follow_provenance_and_aliases() -> None:
     assert row["foreign"] == 1
     empty = score_question({"question": _question(type="unanswerable", answers=[], evidence=frozenset()), "items": []})
     assert empty["answered_empty"]
+
+
+def test_provenance_from_the_service_wins_over_the_approximation() -> None:
+    job = JobRecord("job-1", "u", [{"correlation_id": "p01:0:2", "content": "i have celiac disease"}])
+    listed = {"id": "m1", "content": "The user has celiac disease.", "score": 0.7,
+              "source": {"capture_job": "job-1", "messages": [{"id": "x", "correlation_id": "p01:0:4"}]}}  # fmt: skip
+    item = _memory_item(listed, {}, {"job-1": job})
+    assert item.turns == {"p01:0:4"} and not item.approximated
+    # No list at all (a service without provenance): traced by shared words within the job.
+    bare = {**listed, "source": {"capture_job": "job-1"}}
+    item = _memory_item(bare, {}, {"job-1": job})
+    assert item.turns == {"p01:0:2"} and item.approximated
+    # An empty list is the service's answer (no stored message), not a reason to guess.
+    empty = {**listed, "source": {"capture_job": "job-1", "messages": []}}
+    assert _memory_item(empty, {}, {"job-1": job}).turns == frozenset()
+
+
+def test_a_sample_captures_only_the_users_it_asks() -> None:
+    plan = natural_plan(NATURAL_PATH, split="dev", sample=10)
+    assert len(plan.questions) == 10
+    assert set(plan.captures) == {user for q in plan.questions for user in q.user_ids}
+    assert len(plan.captures) < len(load_natural(split="dev"))
 
 
 def test_a_locomo_question_goes_to_the_speaker_it_names() -> None:

@@ -72,7 +72,9 @@ class Command(BaseCommand):
         parser.add_argument("--people", type=int, help="natural set: only the first N people of the split")
         parser.add_argument("--locomo", help="path of locomo10.json (read at run time, never copied)")
         parser.add_argument("--conversations", type=int, help="LoCoMo: only the first N conversations")
-        parser.add_argument("--sample", type=int, help="only the first N questions (a slow path's sample)")
+        parser.add_argument(
+            "--sample", type=int, help="only the first N questions, and the captures of the users they ask (slow paths)"
+        )
         parser.add_argument("--llm-url", help="OpenAI-compatible base URL for the worker's extractor")
         parser.add_argument("--llm-model", help="the model name at --llm-url")
         parser.add_argument(
