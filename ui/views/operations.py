@@ -125,8 +125,8 @@ def retrieval_log(request: HttpRequest, access: Access) -> HttpResponse:
     page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
     if is_htmx(request):
         return render(request, "ui/retrievals.html#logs", page_context(access, page=page))
-    recent = list(queryset.values("created_at", "latency_ms", "cached")[:CHART_POINTS])[::-1]
-    context = page_context(access, page=page, recent=recent, nav="retrievals")
+    recent, latency = ui_selectors.recent_latency(project=access.project, count=CHART_POINTS)
+    context = page_context(access, page=page, recent=recent, latency=latency, nav="retrievals")
     return render(request, "ui/retrievals.html", context)
 
 
