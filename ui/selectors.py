@@ -98,6 +98,19 @@ def end_users(*, project: Project, limit: int = 500) -> list[str]:
     return list(rows[:limit])
 
 
+def busiest_end_user(*, project: Project) -> str:
+    """The end user with the most memories not deleted (ties: the first by name); "" when none."""
+    row = (
+        Memory.objects.filter(project=project)
+        .exclude(status=Status.DELETED)
+        .values("user_id")
+        .annotate(n=Count("pk"))
+        .order_by("-n", "user_id")
+        .first()
+    )
+    return str(row["user_id"]) if row else ""
+
+
 def memory_in_project(*, project: Project, memory_id: str | uuid.UUID, with_deleted: bool = True) -> Memory:
     """One memory of the project (any end user); Http404 for ids of other projects or malformed ones."""
     try:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from capture.models import CaptureJob
+from memories import services
 from tests.ui.conftest import ARTIFACTS
 from tests.ui.test_browser import sign_in
 
@@ -44,3 +45,21 @@ def test_the_capture_job_page_shows_no_conversation_in_the_notice_banner(sized_p
     sized_page.goto(f"{live_server.url}/p/{project.slug}/captures/{job.pk}/")
     assert sized_page.locator("#flash .msg").count() == 0
     assert "Lisbon" in sized_page.locator(".job-messages").inner_text()
+
+
+def test_the_graph_opens_on_the_busiest_end_user_then_the_last_one_viewed(
+    sized_page, live_server, person, project, memory_factory
+):
+    memory_factory("Alice drinks tea.", user_id="alice")
+    made = [memory_factory(f"Bob note {i}.", user_id="bob") for i in range(3)]
+    services.edge_link(source=made[0], target=made[1], relationship="refines", actor="t")
+    sign_in(sized_page, live_server, person("viewer"))
+    sized_page.goto(f"{live_server.url}/p/{project.slug}/graph/")
+    assert sized_page.locator("#graph-user").input_value() == "bob"
+    sized_page.locator("#graph circle").nth(2).wait_for()
+    assert sized_page.locator("#graph-status").inner_text() == "3 memories, 1 link."
+    sized_page.goto(f"{live_server.url}/p/{project.slug}/graph/?user=alice")
+    sized_page.locator("#graph circle").first.wait_for()
+    assert sized_page.locator("#graph-status").inner_text() == "1 memory, 0 links."
+    sized_page.goto(f"{live_server.url}/p/{project.slug}/graph/")
+    assert sized_page.locator("#graph-user").input_value() == "alice"
