@@ -10,6 +10,7 @@ import pytest
 
 from capture.models import CaptureJob
 from memories import services
+from memories.models import Status
 from tests.ui.conftest import ARTIFACTS
 from tests.ui.test_browser import sign_in
 
@@ -63,3 +64,17 @@ def test_the_graph_opens_on_the_busiest_end_user_then_the_last_one_viewed(
     assert sized_page.locator("#graph-status").inner_text() == "1 memory, 0 links."
     sized_page.goto(f"{live_server.url}/p/{project.slug}/graph/")
     assert sized_page.locator("#graph-user").input_value() == "alice"
+
+
+def test_after_approving_one_of_three_cards_the_header_counts_two(
+    sized_page, live_server, person, project, memory_factory
+):
+    cards = [memory_factory(f"Pending note {i}.", status=Status.PENDING_REVIEW) for i in range(3)]
+    sign_in(sized_page, live_server, person("reviewer"))
+    sized_page.goto(f"{live_server.url}/p/{project.slug}/review/")
+    assert sized_page.locator(".select-all").inner_text() == "Select all 3 shown"
+    sized_page.locator(f"#card-{cards[0].pk} .rc-actions button[data-key=a]").click()
+    sized_page.locator(f"#card-{cards[0].pk}").wait_for(state="detached")
+    assert sized_page.locator(".select-all").inner_text() == "Select all 2 shown"
+    sized_page.check("[data-select-all=review-bulk]")
+    assert sized_page.locator("[data-bulk-count]").inner_text() == "2 ticked"
