@@ -78,3 +78,18 @@ def test_after_approving_one_of_three_cards_the_header_counts_two(
     assert sized_page.locator(".select-all").inner_text() == "Select all 2 shown"
     sized_page.check("[data-select-all=review-bulk]")
     assert sized_page.locator("[data-bulk-count]").inner_text() == "2 ticked"
+
+
+def test_without_an_llm_the_hyde_box_is_not_ticked_and_saving_keeps_the_setting(
+    sized_page, live_server, person, project
+):
+    assert project.hyde_enabled  # the default, which runs once an LLM is configured
+    sign_in(sized_page, live_server, person("admin"))
+    sized_page.goto(f"{live_server.url}/p/{project.slug}/settings/")
+    box = sized_page.locator("#id_hyde_enabled")
+    assert not box.is_checked() and box.is_disabled()
+    assert "No LLM is configured" in sized_page.locator("#settings-form").inner_text()
+    sized_page.click("#settings-form button[type=submit]")
+    sized_page.locator("#flash .msg", has_text="Settings saved.").wait_for()
+    project.refresh_from_db()
+    assert project.hyde_enabled

@@ -103,7 +103,7 @@ def project_settings(request: HttpRequest, access: Access) -> HttpResponse:
     form = ProjectSettingsForm(request.POST, initial=initial)
     if form.is_valid():
         try:
-            services.project_settings_update(project=access.project, changes=form.cleaned_data)
+            services.project_settings_update(project=access.project, changes=form.changes())
             return done(request, "Settings saved.", back=reverse("ui:settings", args=[access.project.slug]))
         except DomainError as error:
             form.add_error(None, error.message)
