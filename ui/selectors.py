@@ -291,7 +291,7 @@ def retrieval_logs(*, project: Project) -> QuerySet[RetrievalLog]:
 def recent_latency(*, project: Project, count: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The latest ``count`` retrievals' points (oldest first) and their latency percentiles."""
     latest = retrieval_logs(project=project)[:count]
-    points = list(latest.values("created_at", "latency_ms", "cached"))[::-1]
+    points = [dict(row) for row in latest.values("created_at", "latency_ms", "cached")][::-1]
     return points, latency_percentiles(RetrievalLog.objects.filter(pk__in=latest.values("pk")))
 
 
