@@ -85,7 +85,7 @@ class MemoryFieldsForm(forms.Form):
 
     def __init__(self, *args: Any, project: Project, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        _set_choices(self, "category", _blank("(none)", _categories(project)))
+        _set_choices(self, "category", _blank("uncategorised", _categories(project)))
 
     def changes(self) -> dict[str, Any]:
         return {name: self.cleaned_data[name] for name in ("content", "kind", "category", "importance")}
