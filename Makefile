@@ -50,15 +50,17 @@ test: install browser lint
 # Deep fuzzing (docs/adr/0017-opaque-user-ids-and-fuzzing.md): Schemathesis with many examples per operation and the isolation
 # fuzzer at 50,000 requests; `make test` runs both at their quick sizes.
 fuzz: install
-	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/test SCHEMA_FUZZ_EXAMPLES=$${SCHEMA_FUZZ_EXAMPLES:-60} \
+	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/test MEMORYHUB_STOP_SERVERS=1 SCHEMA_FUZZ_EXAMPLES=$${SCHEMA_FUZZ_EXAMPLES:-60} \
 		ISOLATION_FUZZ_REQUESTS=$${ISOLATION_FUZZ_REQUESTS:-50000} \
 		$(PY) -m pytest -p no:logging -s -q tests/trust/test_schema_fuzz.py tests/trust/test_isolation_fuzz.py
 
 # Fault drills and a bounded load run (docs/adr/0051-drills-and-load.md), each on
 # servers of its own under $(MEMORYHUB_HOME)/drills and /load: never the demo's data.
+# Every one-shot target sets MEMORYHUB_STOP_SERVERS=1 on its last command: the servers it
+# started stop once it has printed its results (as `make test` does), its exit status kept.
 drills: install
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/drills $(PY) manage.py migrate --noinput -v 0
-	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/drills $(PY) manage.py drills
+	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/drills MEMORYHUB_STOP_SERVERS=1 $(PY) manage.py drills
 
 # The disk-full drill: the embedded servers on a 256 MiB tmpfs of their own (needs root to mount).
 drills-disk: install
@@ -71,7 +73,7 @@ drills-disk: install
 
 load: install
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/load $(PY) manage.py migrate --noinput -v 0
-	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/load $(PY) manage.py load_test $${LOAD_ARGS:---seconds 630 --clients 4}
+	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/load MEMORYHUB_STOP_SERVERS=1 $(PY) manage.py load_test $${LOAD_ARGS:---seconds 630 --clients 4}
 
 # Speed and quality against the peer (docs/benchmarks.md, docs/adr/0053-benchmark-method.md): mem0 OSS in a
 # virtualenv of its own under $(MEMORYHUB_HOME)/peer (torch's CPU wheel first, then
@@ -88,7 +90,7 @@ $(PEER_STAMP): requirements-peer.txt
 
 bench: install $(PEER_STAMP)
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/bench $(PY) manage.py migrate --noinput -v 0
-	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/bench $(PY) manage.py bench_peer --variant $${BENCH_VARIANT:-obs} \
+	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/bench MEMORYHUB_STOP_SERVERS=1 $(PY) manage.py bench_peer --variant $${BENCH_VARIANT:-obs} \
 		--peer-python $(PEER)/bin/python
 
 # Conversations in, answers out (evaluation/pipeline.py): web server and worker on servers of their

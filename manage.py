@@ -22,8 +22,17 @@ if __name__ == "__main__":
     from memoryhub.config import load_settings
 
     load_settings()
-    if needs_servers(sys.argv):
+    started = needs_servers(sys.argv)
+    if started:
         from memoryhub import embedded
 
         embedded.start_servers()
-    execute_from_command_line(sys.argv)
+    try:
+        execute_from_command_line(sys.argv)
+    finally:
+        # A one-shot command (make bench, drills, load) stops what it started, whatever its
+        # exit status; the status itself passes through (SystemExit is re-raised).
+        from django.conf import settings
+
+        if started and settings.MEMORYHUB_STOP_SERVERS:
+            embedded.stop_started_servers()

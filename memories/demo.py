@@ -4,6 +4,11 @@ memories of a fictional user (``demo-user``) of a coding assistant."""
 
 from __future__ import annotations
 
+# Retrievals per end user per minute in the demo project. A person exploring the playground,
+# the API docs and the MCP tools by hand must never meet the production default (10, the
+# model's default for every other project), which is sized for an agent's turns.
+DEMO_RATE_LIMIT = 600
+
 # (content, kind, category, scope)
 DEMO_MEMORIES: list[tuple[str, str, str, str]] = [
     (

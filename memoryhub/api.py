@@ -62,8 +62,18 @@ def on_domain_error(request: HttpRequest, exc: DomainError) -> HttpResponse:
 
 @api.exception_handler(ValidationError)
 def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
-    message, details = validation_envelope(exc.errors)
+    message, details = validation_envelope([_body_located(error) for error in exc.errors])
     return error_response(request, 422, "validation_error", message, details)
+
+
+def _body_located(error: dict[str, Any]) -> dict[str, Any]:
+    """django-ninja locates a body error as ("body", <the operation's parameter name>, field…);
+    every operation here takes its JSON body as one parameter, so that name says nothing to a
+    client (it read ["body", "body", "content"]): the field is located from the body itself."""
+    loc = tuple(error.get("loc", ()))
+    if len(loc) >= 2 and loc[0] == "body":
+        return {**error, "loc": ("body", *loc[2:])}
+    return error
 
 
 @api.exception_handler(AuthenticationError)

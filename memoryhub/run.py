@@ -17,9 +17,25 @@ import sys
 import time
 from types import FrameType
 
+# Celery's warning for a worker started as root, matched by the start of its message: the
+# category lives in celery.exceptions, which -W cannot name before celery is imported.
+CELERY_ROOT_WARNING = "ignore:You're running the worker with superuser privileges"
+
+ROOT_NOTE = (
+    "Running as root: the Celery worker does too, since the embedded Redis socket and the secret key "
+    "it opens are root's alone (the Docker image runs everything as the unprivileged user memoryhub)."
+)
+
+
+def explain_root(*, euid: int) -> None:
+    """One line instead of Celery's warning on every start, when ``make run`` runs as root."""
+    if euid == 0:
+        print(ROOT_NOTE, file=sys.stderr, flush=True)
+
 
 def _children(host: str, port: int) -> dict[str, list[str]]:
     python = sys.executable
+    quiet_root = ["-W", CELERY_ROOT_WARNING] if os.geteuid() == 0 else []
     return {
         "web": [
             python,
@@ -33,7 +49,10 @@ def _children(host: str, port: int) -> dict[str, list[str]]:
             "--access-logfile",
             "-",
         ],
-        "worker": [python, "-m", "celery", "-A", "memoryhub", "worker", "--loglevel", "INFO", "--concurrency", "2"],
+        "worker": [
+            *(python, *quiet_root, "-m", "celery", "-A", "memoryhub", "worker"),
+            *("--loglevel", "INFO", "--concurrency", "2"),
+        ],
         "beat": [python, "-m", "celery", "-A", "memoryhub", "beat", "--loglevel", "INFO"],
     }
 
@@ -85,6 +104,7 @@ def main() -> int:
     if not _port_free(host, port):
         print(f"Port {port} is in use (another `make run`?). Set PORT to run a second instance.", file=sys.stderr)
         return 1
+    explain_root(euid=os.geteuid())
     embedded.start_servers()  # the children inherit the exported URLs
     try:
         _prepare()

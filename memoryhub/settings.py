@@ -69,7 +69,8 @@ MEMORYHUB_NO_SERVERS = env.switch(
 MEMORYHUB_STOP_SERVERS = env.switch(
     "MEMORYHUB_STOP_SERVERS",
     False,
-    "set by `make test`: stop the embedded servers when the suite ends (a plain `pytest` run leaves them up)",
+    "set by `make test` and the one-shot targets (bench, drills, load, fuzz): stop the embedded servers the "
+    "test suite or the manage.py command started when it ends (a plain `pytest` run leaves them up)",
 )
 
 # --- Security ---------------------------------------------------------------------------

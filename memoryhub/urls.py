@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponsePermanentRedirect, JsonResponse
+from django.templatetags.static import static
 from django.urls import include, path, re_path
 
 from integrations.mcp.http import mcp_endpoint
@@ -16,7 +17,13 @@ def api_not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
     return JsonResponse(body, status=404)
 
 
+def favicon(request: HttpRequest) -> HttpResponsePermanentRedirect:
+    """Browsers ask for /favicon.ico whatever the page names (the API docs, the admin): the UI's icon."""
+    return HttpResponsePermanentRedirect(static("ui/favicon.svg"))
+
+
 urlpatterns = [
+    path("favicon.ico", favicon),
     path("api/v1/", api.urls),
     re_path(r"^api/v1/(?P<rest>.*)$", api_not_found),
     re_path(r"^mcp/?$", mcp_endpoint, name="mcp"),

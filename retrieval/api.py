@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from ninja import Router, Status
 
 from memories import selectors, services
+from memories.models import Project
 from memories.schemas import MemoryOut, memory_out
 from memoryhub.auth import ERRORS, actor, api_key
-from retrieval.engine import RetrieveRequest, retrieve
+from memoryhub.errors import RateLimited
+from retrieval.engine import RetrieveRequest, RetrieveResult, retrieve
 from retrieval.schemas import AddMemoryIn, QueryMemoryIn, QueryMemoryOut, RetrieveIn, RetrieveOut, retrieve_out
 from retrieval.tools import TOOL_SCHEMAS, tool_memories
 
@@ -18,13 +21,33 @@ router = Router(tags=["retrieval"])
 
 
 @router.post("/retrieve", response={200: RetrieveOut, **ERRORS})
-def retrieve_memories(request: HttpRequest, body: RetrieveIn) -> dict[str, Any]:
+def retrieve_memories(request: HttpRequest, response: HttpResponse, body: RetrieveIn) -> dict[str, Any]:
     """The few memories that matter for this turn, packed into the token budget.
 
-    200 even when a stage fails (it is skipped and named in ``degraded``); 429 with
-    ``Retry-After`` over the per-user rate limit, so "nothing relevant" and "slow down" differ.
+    200 even when a stage fails (it is skipped and named in ``degraded``). Over the per-user
+    rate limit (``Project.retrieval_rate_limit`` a minute) it is 200 too: a turn already answered
+    gets its cached answer, any other an empty one with ``degraded: ["rate_limited"]``, and a
+    ``Retry-After`` header says in how many seconds the limit opens again, for a client that
+    wants to wait. An agent's turn goes on without its memories instead of failing.
     """
-    return retrieve_out(retrieve(project=api_key(request).project, request=retrieve_request(body)))
+    result, retry_after = retrieve_within_limit(project=api_key(request).project, request=retrieve_request(body))
+    if retry_after:
+        response["Retry-After"] = str(retry_after)
+    return retrieve_out(result)
+
+
+def retrieve_within_limit(*, project: Project, request: RetrieveRequest) -> tuple[RetrieveResult, int | None]:
+    """What every agent transport answers for a retrieve: the engine's result and None, or, over
+    the user's rate limit, an empty result naming ``rate_limited`` and the seconds to wait.
+
+    The engine answers a turn from its cache before it counts the call, so a turn asked again
+    keeps its answer however many calls came between."""
+    try:
+        return retrieve(project=project, request=request), None
+    except RateLimited as limited:
+        details = limited.details if isinstance(limited.details, dict) else {}
+        wait = int(details.get("retry_after") or 1)
+        return RetrieveResult(degraded=["rate_limited"], correlation_id=uuid.uuid4().hex), wait
 
 
 def retrieve_request(body: RetrieveIn) -> RetrieveRequest:
@@ -41,9 +64,12 @@ def tool_schemas(request: HttpRequest) -> list[dict[str, Any]]:
 
 
 @router.post("/tools/query_memory", response={200: QueryMemoryOut, **ERRORS})
-def query_memory(request: HttpRequest, body: QueryMemoryIn) -> dict[str, Any]:
-    """The ``query_memory`` tool: relevant memories as content, type, relevance and context."""
-    result = retrieve(
+def query_memory(request: HttpRequest, response: HttpResponse, body: QueryMemoryIn) -> dict[str, Any]:
+    """The ``query_memory`` tool: relevant memories as content, type, relevance and context.
+
+    Over the rate limit, as POST /retrieve: 200 with no memories, ``metadata.degraded`` naming
+    ``rate_limited`` and a ``Retry-After`` header."""
+    result, retry_after = retrieve_within_limit(
         project=api_key(request).project,
         request=RetrieveRequest(
             user_id=body.user_id,
@@ -54,6 +80,8 @@ def query_memory(request: HttpRequest, body: QueryMemoryIn) -> dict[str, Any]:
             hop_depth=1,
         ),
     )
+    if retry_after:
+        response["Retry-After"] = str(retry_after)
     return tool_memories(result)
 
 

@@ -96,6 +96,8 @@ class QueryMemoryMeta(Schema):
     count: int
     truncated: bool
     by_category: dict[str, list[int]]
+    # As RetrieveOut.degraded: stages skipped, or "rate_limited" when the user's limit was reached.
+    degraded: list[str] = []
 
 
 class QueryMemoryOut(Schema):

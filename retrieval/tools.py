@@ -80,5 +80,10 @@ def tool_memories(result: RetrieveResult) -> dict[str, Any]:
         by_category.setdefault(memory.category or "uncategorised", []).append(index)
     return {
         "memories": memories,
-        "metadata": {"count": len(memories), "truncated": result.truncated, "by_category": by_category},
+        "metadata": {
+            "count": len(memories),
+            "truncated": result.truncated,
+            "by_category": by_category,
+            "degraded": result.degraded,
+        },
     }

@@ -85,7 +85,7 @@ class MemoryFieldsForm(forms.Form):
 
     def __init__(self, *args: Any, project: Project, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        _set_choices(self, "category", _blank("(none)", _categories(project)))
+        _set_choices(self, "category", _blank("uncategorised", _categories(project)))
 
     def changes(self) -> dict[str, Any]:
         return {name: self.cleaned_data[name] for name in ("content", "kind", "category", "importance")}
@@ -173,11 +173,21 @@ class ProjectSettingsForm(forms.Form):
             "Memories scoring below it are not returned, unless a request names its own. "
             f"Empty: the server default ({default_min_score():.2f})."
         )
-        if not llm_configured():  # without an LLM the setting must not look like HyDE runs
-            self.fields["hyde_enabled"].help_text = (
-                "No LLM is configured (MEMORYHUB_LLM_BASE_URL or OPENAI_API_KEY): HyDE does not run, "
-                "whatever this says, until one is."
+        if not llm_configured():
+            # The box says what runs: off, and not editable, while there is no LLM. The project's own
+            # choice is kept (see changes()) and applies once one is configured.
+            hyde = self.fields["hyde_enabled"]
+            hyde.disabled = True
+            kept = "on" if self.initial.get("hyde_enabled") else "off"
+            self.initial = {**self.initial, "hyde_enabled": False}
+            hyde.help_text = (
+                "No LLM is configured (MEMORYHUB_LLM_BASE_URL or OPENAI_API_KEY), so HyDE does not run. "
+                f"This project's setting ({kept}) applies once one is."
             )
+
+    def changes(self) -> dict[str, Any]:
+        """The cleaned settings to save: a field shown disabled keeps its stored value."""
+        return {name: value for name, value in self.cleaned_data.items() if not self.fields[name].disabled}
 
     def clean_taxonomy(self) -> list[str]:
         lines = [line.strip() for line in self.cleaned_data["taxonomy"].splitlines() if line.strip()]

@@ -98,6 +98,19 @@ def end_users(*, project: Project, limit: int = 500) -> list[str]:
     return list(rows[:limit])
 
 
+def busiest_end_user(*, project: Project) -> str:
+    """The end user with the most memories not deleted (ties: the first by name); "" when none."""
+    row = (
+        Memory.objects.filter(project=project)
+        .exclude(status=Status.DELETED)
+        .values("user_id")
+        .annotate(n=Count("pk"))
+        .order_by("-n", "user_id")
+        .first()
+    )
+    return str(row["user_id"]) if row else ""
+
+
 def memory_in_project(*, project: Project, memory_id: str | uuid.UUID, with_deleted: bool = True) -> Memory:
     """One memory of the project (any end user); Http404 for ids of other projects or malformed ones."""
     try:
@@ -223,6 +236,14 @@ class Percentile(Aggregate):
         super().__init__(expression, fraction=float(fraction))
 
 
+def latency_percentiles(logs: QuerySet[RetrievalLog]) -> dict[str, Any]:
+    """p50 and p95 latency (ms, interpolated between ranks) and the count of ``logs``: the one
+    definition every page that shows a latency percentile uses, so two pages never disagree."""
+    return logs.aggregate(
+        p50=Percentile("latency_ms", fraction=0.5), p95=Percentile("latency_ms", fraction=0.95), n=Count("pk")
+    )
+
+
 @dataclass(frozen=True)
 class DayCount:
     day: date
@@ -252,9 +273,7 @@ def dashboard(*, project: Project, days: int = 14) -> dict[str, Any]:
         memories.exclude(status=Status.DELETED).values("category").annotate(n=Count("pk")).order_by("-n", "category")
     )
     since = timezone.now() - timedelta(days=days)
-    latency = RetrievalLog.objects.filter(project=project, created_at__gte=since).aggregate(
-        p50=Percentile("latency_ms", fraction=0.5), p95=Percentile("latency_ms", fraction=0.95), n=Count("pk")
-    )
+    latency = latency_percentiles(RetrievalLog.objects.filter(project=project, created_at__gte=since))
     return {
         "by_status": [(status.value, status.label, by_status.get(status.value, 0)) for status in Status],
         "by_category": by_category,
@@ -267,6 +286,13 @@ def dashboard(*, project: Project, days: int = 14) -> dict[str, Any]:
 
 def retrieval_logs(*, project: Project) -> QuerySet[RetrievalLog]:
     return RetrievalLog.objects.filter(project=project).order_by("-created_at", "-pk")
+
+
+def recent_latency(*, project: Project, count: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The latest ``count`` retrievals' points (oldest first) and their latency percentiles."""
+    latest = retrieval_logs(project=project)[:count]
+    points = [dict(row) for row in latest.values("created_at", "latency_ms", "cached")][::-1]
+    return points, latency_percentiles(RetrievalLog.objects.filter(pk__in=latest.values("pk")))
 
 
 def capture_jobs(*, project: Project, status: str = "") -> QuerySet[CaptureJob]:

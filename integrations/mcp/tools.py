@@ -38,8 +38,7 @@ from memories.models import Project
 from memories.schemas import MemoryIn, MemoryOut, MemoryPageOut, ScratchpadOut, memory_out
 from memoryhub import row_security
 from memoryhub.errors import Invalid, NotFound, envelope_for, validation_envelope
-from retrieval.api import retrieve_request
-from retrieval.engine import retrieve
+from retrieval.api import retrieve_request, retrieve_within_limit
 from retrieval.schemas import RetrieveIn, RetrieveOut, retrieve_out
 
 log = logging.getLogger(__name__)
@@ -81,7 +80,10 @@ def _fresh(principal: Principal, user_id: str, memory_id: Any) -> dict[str, Any]
 
 
 def _query_memory(p: Principal, body: RetrieveIn) -> dict[str, Any]:
-    return retrieve_out(retrieve(project=p.project, request=retrieve_request(body)))
+    # Over the user's rate limit the tool still succeeds: no memories, degraded names
+    # "rate_limited" (an agent's turn goes on without them; a tool error would stop it).
+    result, _ = retrieve_within_limit(project=p.project, request=retrieve_request(body))
+    return retrieve_out(result)
 
 
 def _add_memory(p: Principal, body: MemoryIn) -> dict[str, Any]:
@@ -141,7 +143,8 @@ TOOLS: dict[str, Tool] = {
             "query_memory",
             "The memories that matter for this turn, packed into the project's token budget: `injection` is "
             "the text to put in the prompt, `memories` the memories with scores (POST /api/v1/retrieve). "
-            "Give `query` (or the recent `messages`).",
+            "Give `query` (or the recent `messages`). Over the user's rate limit the answer is empty and "
+            "`degraded` names `rate_limited`.",
             RetrieveIn,
             RetrieveOut,
             _query_memory,

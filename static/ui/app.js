@@ -32,7 +32,7 @@ document.addEventListener("focusin", function (event) {
 
 // Bulk bars, so a bulk action never applies by surprise: a form[data-bulk] shows only while one of its boxes
 // (checkboxes with form="<its id>") is ticked, says how many, and a select-all box
-// (data-select-all="<its id>") ticks them all. Parts marked data-show-for="<action>" show,
+// (data-select-all="<its id>") ticks them all and counts them (data-select-all-count). Parts marked data-show-for="<action>" show,
 // and their selects become required, only while that action is chosen.
 (function () {
   "use strict";
@@ -48,6 +48,10 @@ document.addEventListener("focusin", function (event) {
     if (master) {
       master.checked = ticked > 0 && ticked === all.length;
       master.indeterminate = ticked > 0 && ticked < all.length;
+      // Cards approved or rejected one by one leave the page: the label counts what is left.
+      var label = master.closest("label"), shown = label && label.querySelector("[data-select-all-count]");
+      if (shown) shown.textContent = all.length;
+      if (label && label.parentElement) label.parentElement.hidden = all.length === 0;
     }
     var action = form.querySelector("select[name=action]");
     form.querySelectorAll("[data-show-for]").forEach(function (part) {

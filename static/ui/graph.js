@@ -20,6 +20,10 @@
   var status = document.getElementById("graph-status");
   var taxonomy = (svg.dataset.taxonomy || "").split(",").filter(Boolean);
 
+  function count(n, one, many) {
+    return n + " " + (n === 1 ? one : many);
+  }
+
   function colour(category) {
     var i = taxonomy.indexOf(category);
     return i < 0 ? "#57606a" : PALETTE[i % PALETTE.length];
@@ -166,7 +170,7 @@
     // Search matches are labelled first (in any graph); other nodes only in small graphs.
     placeLabels(found.concat(small && !match ? nodes : []), labelLayer);
     if (links.centres) groupLabels(links.centres, nodes, labelLayer);
-    status.textContent = nodes.length + " memories, " + links.length + " links" +
+    status.textContent = count(nodes.length, "memory", "memories") + ", " + count(links.length, "link", "links") +
       (match ? "; " + found.length + " match “" + controls.search.value.trim() + "”." : ".");
     legend(nodes);
   }

@@ -11,6 +11,7 @@ from memoryhub_client import MemoryHub
 
 from memories import services
 from memories.models import Project
+from tests.support.rate_limiting_proxy import RateLimitingProxy
 
 
 def key_for(project: Project) -> str:
@@ -32,3 +33,11 @@ def key(project: Project) -> str:
 def hub(server: str, key: str) -> Iterator[MemoryHub]:
     with MemoryHub(base_url=server, api_key=key) as client:
         yield client
+
+
+@pytest.fixture
+def gateway(server: str) -> Iterator[RateLimitingProxy]:
+    """A gateway in front of the server that passes one request, then answers 429 (Retry-After: 7)."""
+    proxy = RateLimitingProxy(server, allow=1, retry_after=7)
+    yield proxy
+    proxy.close()

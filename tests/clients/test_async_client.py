@@ -10,7 +10,7 @@ import pytest
 from memoryhub_client import AsyncMemoryHub, NotFound, RetrievedMemory, Unauthorized
 
 from memories.models import Project
-from tests.clients.test_retries import Wire, close_rate_windows
+from tests.clients.test_retries import Wire
 
 
 def test_the_async_client_creates_lists_every_page_and_retrieves(server, key):
@@ -40,17 +40,16 @@ def test_the_async_client_maps_errors(server, key):
     asyncio.run(scenario())
 
 
-def test_the_async_client_retries_a_429_after_retry_after(server, key, project):
-    Project.objects.filter(pk=project.pk).update(retrieval_rate_limit=1)
+def test_the_async_client_retries_a_429_after_retry_after(gateway, key):
     wire, waits = Wire(), []
 
     async def sleep(seconds: float) -> None:
         waits.append(seconds)
-        close_rate_windows()
+        gateway.reopen()
 
     async def scenario() -> None:
         async with httpx2.AsyncClient(event_hooks={"response": [wire_async]}) as http:
-            hub = AsyncMemoryHub(base_url=server, api_key=key, http=http, sleep=sleep)
+            hub = AsyncMemoryHub(base_url=gateway.url, api_key=key, http=http, sleep=sleep)
             await hub.retrieve(user_id="alice", query="green tea")
             assert (await hub.retrieve(user_id="alice", query="green tea")).degraded == []
 
@@ -58,5 +57,17 @@ def test_the_async_client_retries_a_429_after_retry_after(server, key, project):
         wire(response)
 
     asyncio.run(scenario())
-    assert [status for status, _ in wire.seen] == [200, 429, 200]
-    assert waits == [float(wire.seen[1][1] or "nan")]
+    assert wire.seen == [(200, None), (429, "7"), (200, None)]
+    assert waits == [7.0]
+
+
+def test_over_the_apis_rate_limit_the_async_client_gets_an_empty_answer(server, key, project):
+    Project.objects.filter(pk=project.pk).update(retrieval_rate_limit=1)
+
+    async def scenario() -> None:
+        async with AsyncMemoryHub(base_url=server, api_key=key) as hub:
+            await hub.retrieve(user_id="alice", query="green tea")
+            over = await hub.retrieve(user_id="alice", query="green tea")
+            assert (over.memories, over.degraded) == ([], ["rate_limited"])
+
+    asyncio.run(scenario())

@@ -13,7 +13,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from integrations.mcp.http import USER_HEADER as USER
-from memories.models import Memory
+from memories.models import Memory, Project
 from memories.schemas import MemoryIn
 from tests.support.mcp_client import answer, error_code, http_client, run
 
@@ -124,6 +124,16 @@ def test_query_memory_is_the_retrieve_engine_with_its_injection(mcp_url, api, ma
     assert [m["id"] for m in got["memories"]] == [m["id"] for m in over_http["memories"]]
     assert "Alice prefers tabs over spaces." in got["injection"]
     assert got["token_count"] == over_http["token_count"]
+
+
+def test_query_memory_over_the_rate_limit_is_a_result_that_says_so(mcp_url, api, make_memory):
+    make_memory(content="Alice prefers tabs over spaces.")
+    Project.objects.filter(pk=api.project.pk).update(retrieval_rate_limit=1)
+    body = {"user_id": "alice", "query": "tabs or spaces for indentation?"}
+    first, over = calls(mcp_url, api.key, [("query_memory", body), ("query_memory", body)])
+    assert answer(first)["degraded"] == [] and answer(first)["memories"]
+    assert not over.is_error
+    assert (answer(over)["memories"], answer(over)["degraded"]) == ([], ["rate_limited"])
 
 
 def test_scratchpad_and_capture_tools(mcp_url, api):

@@ -230,3 +230,13 @@ def test_a_method_the_route_does_not_take_answers_405_in_the_envelope(api):
     assert response["Content-Type"].startswith("application/json")
     assert response.json()["error"]["code"] == "method_not_allowed"
     assert "GET" in response["Allow"]
+
+
+def test_a_validation_error_locates_the_field_in_the_body_once(api):
+    missing = api.post("/memories", {"user_id": "alice"}).json()["error"]
+    assert missing["details"][0]["loc"] == ["body", "content"]
+    assert missing["message"] == "content: Field required"
+    retrieve = api.post("/retrieve", {"user_id": "alice", "query": "tea", "limit": "many"}).json()["error"]
+    assert retrieve["details"][0]["loc"] == ["body", "limit"]
+    query = api.get("/memories", user_id="alice", limit="x").json()["error"]
+    assert query["details"][0]["loc"] == ["query", "limit"]

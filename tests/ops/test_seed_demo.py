@@ -46,3 +46,21 @@ def test_an_empty_database_gets_the_demo_with_a_login_of_its_own(db, settings, t
     assert response.json()["items"]
     assert seed() == credentials  # the next start prints the same login, mints nothing
     assert ApiKey.objects.count() == 1
+
+
+def test_the_demo_workspace_is_not_rate_limited_by_hand_and_settings_say_why(db, settings, tmp_path):
+    settings.MEMORYHUB_HOME = tmp_path
+    key = seed().strip().splitlines()[-1]
+    demo = Project.objects.get(slug="demo")
+    assert demo.retrieval_rate_limit >= 300  # well above clicking through the playground and the API docs
+    assert services.project_get_or_create(slug="prod-agent", team_slug="prod").retrieval_rate_limit == 10
+    headers = {"Authorization": f"Bearer {key}"}
+    for _ in range(12):
+        body = {"user_id": "demo-user", "query": "which editor?"}
+        answer = Client().post("/api/v1/retrieve", body, content_type="application/json", headers=headers).json()
+        assert "rate_limited" not in answer["degraded"]
+    admin = get_user_model().objects.get(username="admin")
+    client = Client()
+    client.force_login(admin)
+    page = client.get("/p/demo/settings/").content.decode()
+    assert f"demo workspace starts at {demo.retrieval_rate_limit}" in page and "default of 10" in page

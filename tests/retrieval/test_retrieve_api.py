@@ -217,15 +217,33 @@ def test_embedder_down_falls_back_to_full_text(api, alice_memories, settings, fa
     embedders.reset_embedder_cache()
 
 
-def test_over_the_rate_limit_is_429_with_retry_after(api, alice_memories):
+def rate_limited(api, **body):
+    """A retrieve over the user's rate limit: 200, nothing found, ``rate_limited`` named, Retry-After given."""
+    response = api.post("/retrieve", {"user_id": "alice", **body})
+    assert response.status_code == 200, response.content
+    result = response.json()
+    assert (result["memories"], result["injection"], result["degraded"]) == ([], "", ["rate_limited"])
+    assert 1 <= int(response["Retry-After"]) <= 60
+    return result
+
+
+def test_over_the_rate_limit_a_retrieve_degrades_to_an_empty_answer_with_retry_after(api, alice_memories):
     Project.objects.filter(pk=api.project.pk).update(retrieval_rate_limit=2)
     for _ in range(2):
         assert retrieve(api, query="green tea")["degraded"] == []
-    over = api.post("/retrieve", {"user_id": "alice", "query": "green tea"})
-    assert (over.status_code, over.json()["error"]["code"]) == (429, "rate_limited")
-    assert 1 <= int(over["Retry-After"]) <= 60
+    assert rate_limited(api, query="green tea")["correlation_id"]
     other_user = api.post("/retrieve", {"user_id": "bob", "query": "green tea"})
-    assert other_user.status_code == 200
+    assert other_user.status_code == 200 and other_user.json()["degraded"] == []
+    assert "Retry-After" not in other_user
+
+
+def test_over_the_rate_limit_a_turn_already_answered_gets_its_cached_answer(api, alice_memories):
+    Project.objects.filter(pk=api.project.pk).update(retrieval_rate_limit=1)
+    first = retrieve(api, query="What does Alice drink?", turn_id="turn-kept")  # 1 of 1
+    rate_limited(api, query="peanuts")
+    again = retrieve(api, query="What does Alice drink?", turn_id="turn-kept")
+    assert again["cached"] is True and again["degraded"] == []
+    assert contents(again) == contents(first) != []
 
 
 def test_a_cached_turn_is_not_counted_against_the_rate_limit(api, alice_memories):
@@ -234,8 +252,7 @@ def test_a_cached_turn_is_not_counted_against_the_rate_limit(api, alice_memories
     for _ in range(3):
         assert retrieve(api, query="green tea", turn_id="turn-counted")["cached"] is True
     assert retrieve(api, query="peanuts")["degraded"] == []  # 2 of 2
-    over = api.post("/retrieve", {"user_id": "alice", "query": "tabs", "turn_id": "turn-new"})
-    assert over.status_code == 429
+    rate_limited(api, query="tabs", turn_id="turn-new")
     assert retrieve(api, query="green tea", turn_id="turn-counted")["cached"] is True  # still answered
 
 
@@ -244,7 +261,19 @@ def test_a_turn_whose_entry_names_a_gone_row_is_counted_when_it_runs_again(api, 
     first = retrieve(api, query="What does Alice drink?", turn_id="turn-gone", min_score=0)  # 1 of 2
     assert api.delete(f"/memories/{first['memories'][0]['id']}", user_id="alice").status_code in (200, 204)
     assert retrieve(api, query="What does Alice drink?", turn_id="turn-gone", min_score=0)["cached"] is False
-    assert api.post("/retrieve", {"user_id": "alice", "query": "tabs"}).status_code == 429  # 3 of 2
+    rate_limited(api, query="tabs")  # 3 of 2
+
+
+def test_the_query_memory_tool_says_it_was_rate_limited(api, alice_memories):
+    Project.objects.filter(pk=api.project.pk).update(retrieval_rate_limit=1)
+    body = {"user_id": "alice", "query": "What does Alice drink?"}
+    assert api.post("/tools/query_memory", body).json()["metadata"]["degraded"] == []
+    over = api.post("/tools/query_memory", body)
+    assert over.status_code == 200 and 1 <= int(over["Retry-After"]) <= 60
+    assert over.json() == {
+        "memories": [],
+        "metadata": {"count": 0, "truncated": False, "by_category": {}, "degraded": ["rate_limited"]},
+    }
 
 
 def test_before_it_searches_a_retrieve_asks_redis_once(api, alice_memories, monkeypatch):
@@ -315,7 +344,7 @@ def test_a_redis_that_runs_no_scripts_still_caches_turns_and_limits(api, alice_m
         assert retrieve(api, query="green tea", turn_id="turn-plain")["cached"] is False  # 1 of 2
         assert retrieve(api, query="green tea", turn_id="turn-plain")["cached"] is True  # not counted
         assert retrieve(api, query="peanuts")["degraded"] == []  # 2 of 2
-        assert api.post("/retrieve", {"user_id": "alice", "query": "tabs"}).status_code == 429
+        rate_limited(api, query="tabs")
         sent: list[str] = []
         execute = redis.Redis.execute_command
         monkeypatch.setattr(

@@ -461,3 +461,10 @@ def test_hyde_is_not_shown_as_running_without_an_llm(client_as, project, setting
     admin = client_as("admin")
     assert "HyDE does not run" in admin.get(f"/p/{project.slug}/settings/").content.decode()
     assert "Project default (off: no LLM)" in admin.get(f"/p/{project.slug}/playground/").content.decode()
+
+
+def test_the_dashboard_names_memories_without_a_category_uncategorised(client_as, api, project):
+    assert api.post("/memories", {"user_id": "alice", "content": "Alice plays chess."}).status_code == 201
+    body = client_as("viewer").get(f"/p/{project.slug}/").content.decode()
+    row = body.split('id="by-category"', 1)[1].split("</table>", 1)[0]
+    assert "uncategorised" in row and "(none)" not in row

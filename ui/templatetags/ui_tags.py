@@ -71,16 +71,11 @@ def _n(value: float) -> str:
     return f"{value:.1f}"
 
 
-def _percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))
-    return ordered[index]
-
-
 @register.simple_tag
-def latency_chart(points: Sequence[dict[str, Any]]) -> SafeString:
-    """Latency of recent retrievals, oldest left, with a dashed p95 line across."""
-    if not points:
+def latency_chart(points: Sequence[dict[str, Any]], p95: float | None) -> SafeString:
+    """Latency of recent retrievals, oldest left, with a dashed line across at their ``p95``
+    (``ui.selectors.latency_percentiles``, as the dashboard computes it)."""
+    if not points or p95 is None:
         return format_html('<p class="muted">{}</p>', "No retrievals yet.")
     values = [float(p["latency_ms"]) for p in points]
     top = max(values) * 1.1 or 1.0
@@ -90,7 +85,6 @@ def latency_chart(points: Sequence[dict[str, Any]]) -> SafeString:
         return HEIGHT - PAD - (HEIGHT - 2 * PAD) * value / top
 
     line = " ".join(f"{_n(PAD + i * step)},{_n(y(v))}" for i, v in enumerate(values))
-    p95 = _percentile(values, 0.95)
     return format_html(
         '<svg viewBox="0 0 {w} {h}" class="chart" role="img" aria-label="Latency of the last {n} retrievals; '
         'p95 {p95} ms">'

@@ -14,8 +14,8 @@ from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 from django.views.decorators.http import require_POST
 
-from memories import services
-from memories.models import ApiKey, Role
+from memories import demo, services
+from memories.models import ApiKey, Project, Role
 from memoryhub.errors import DomainError
 from retrieval.llm import llm_configured
 from retrieval.memory_vectors import active_model
@@ -83,6 +83,14 @@ def llm_status() -> dict[str, Any]:
 
 
 def _settings_context(access: Access, form: ProjectSettingsForm, **extra: Any) -> dict[str, Any]:
+    limit = form.fields["retrieval_rate_limit"]
+    default = Project._meta.get_field("retrieval_rate_limit").get_default()
+    limit.help_text = f"{limit.help_text} New projects get the production default of {default}."
+    if access.project.slug == "demo" and access.project.retrieval_rate_limit == demo.DEMO_RATE_LIMIT:
+        limit.help_text += (
+            f" The demo workspace starts at {demo.DEMO_RATE_LIMIT} so exploring by hand never hits it; "
+            "over the limit a retrieve answers no memories and names rate_limited."
+        )
     return page_context(
         access,
         form=form,
@@ -103,7 +111,7 @@ def project_settings(request: HttpRequest, access: Access) -> HttpResponse:
     form = ProjectSettingsForm(request.POST, initial=initial)
     if form.is_valid():
         try:
-            services.project_settings_update(project=access.project, changes=form.cleaned_data)
+            services.project_settings_update(project=access.project, changes=form.changes())
             return done(request, "Settings saved.", back=reverse("ui:settings", args=[access.project.slug]))
         except DomainError as error:
             form.add_error(None, error.message)

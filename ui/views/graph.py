@@ -12,8 +12,17 @@ from ui.views.access import Access, page_context, project_view
 
 
 def _end_user(request: HttpRequest, access: Access, users: list[str]) -> str:
+    """The end user asked for, else the one last viewed in this project, else the one with the
+    most memories: the alphabetically first may have a single memory and show no graph at all."""
+    remembered = f"graph_user:{access.project.pk}"
     chosen = request.GET.get("user", "").strip()
-    return chosen or (users[0] if users else "")
+    if chosen:
+        request.session[remembered] = chosen
+        return chosen
+    last = request.session.get(remembered)
+    if isinstance(last, str) and last in users:
+        return last
+    return ui_selectors.busiest_end_user(project=access.project)
 
 
 @project_view()

@@ -85,11 +85,12 @@ def capture_job(request: HttpRequest, access: Access, job_id: str) -> HttpRespon
     memories = {str(m.pk): m for m in ui_selectors.memories_by_ids(project=access.project, ids=ids)}
     payload = job.payload if isinstance(job.payload, dict) else {}
     rejected = [r for r in payload.get("rejected") or [] if isinstance(r, dict)]
-    messages = [m for m in job.window if isinstance(m, dict)] if isinstance(job.window, list) else []
+    # Not "messages": the base template loops over that name for Django's notices.
+    source_messages = [m for m in job.window if isinstance(m, dict)] if isinstance(job.window, list) else []
     context = page_context(
         access,
         job=job,
-        messages=messages,
+        source_messages=source_messages,
         proposals=_proposal_rows(job, memories),
         rejected=rejected,
         extractor=str(payload.get("extractor") or ""),
@@ -124,8 +125,8 @@ def retrieval_log(request: HttpRequest, access: Access) -> HttpResponse:
     page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
     if is_htmx(request):
         return render(request, "ui/retrievals.html#logs", page_context(access, page=page))
-    recent = list(queryset.values("created_at", "latency_ms", "cached")[:CHART_POINTS])[::-1]
-    context = page_context(access, page=page, recent=recent, nav="retrievals")
+    recent, latency = ui_selectors.recent_latency(project=access.project, count=CHART_POINTS)
+    context = page_context(access, page=page, recent=recent, latency=latency, nav="retrievals")
     return render(request, "ui/retrievals.html", context)
 
 

@@ -38,6 +38,7 @@ class Command(BaseCommand):
             username=_free_username(), password=password, is_staff=True, is_superuser=True
         )
         project = services.project_get_or_create(slug="demo", team_slug="demo")
+        services.project_settings_update(project=project, changes={"retrieval_rate_limit": demo.DEMO_RATE_LIMIT})
         Membership.objects.create(team=project.team, user=user, role=Role.ADMIN)
         _, key = services.api_key_create(project=project, name="demo", created_by=user)
         text = (

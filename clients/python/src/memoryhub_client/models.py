@@ -128,6 +128,8 @@ class QueryMemoryMeta:
     count: int
     truncated: bool
     by_category: dict[str, int]
+    # "rate_limited" when the user's limit was reached (no memories then), as RetrieveResult.degraded.
+    degraded: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
