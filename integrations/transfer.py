@@ -143,6 +143,8 @@ def _export_conversations(project: Project, user_id: str | None) -> Iterator[str
                 "content": message.content,
                 "extra": message.extra,
                 "correlation_id": message.correlation_id,
+                "context": message.context,
+                "said_at": _time(message.said_at) if message.said_at else None,
                 "created_at": _time(message.created_at),
             }
         )
@@ -337,6 +339,9 @@ def _check_conversation(item: dict[str, Any]) -> dict[str, Any]:
                     "content": _need(message, "content", str),
                     "extra": _need(message, "extra", dict),
                     "correlation_id": _need(message, "correlation_id", str),
+                    # Both absent from exports made before messages were searched as episodes.
+                    "context": _need(message, "context", str, optional=True) or "",
+                    "said_at": _when(message, "said_at"),
                     "created_at": _when(message, "created_at", optional=False),
                 }
             )

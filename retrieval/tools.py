@@ -70,14 +70,28 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
 
 def tool_memories(result: RetrieveResult) -> dict[str, Any]:
     """A retrieve answer in the reference's tool shape, grouped by category too."""
-    memories = []
-    by_category: dict[str, list[int]] = {}
-    for index, hit in enumerate(result.memories):
+    found: list[tuple[float, int, dict[str, Any], str]] = []
+    for order, hit in enumerate(result.memories):
         memory = hit.memory
         context = f"{memory.category or 'uncategorised'} · {memory.scope} · v{memory.version}"
         context += f" · saved {memory.created_at:%Y-%m-%d}"
-        memories.append({"content": memory.content, "type": memory.kind, "relevance": hit.score, "context": context})
-        by_category.setdefault(memory.category or "uncategorised", []).append(index)
+        entry = {"content": memory.content, "type": memory.kind, "relevance": hit.score, "context": context}
+        found.append((hit.score, order, entry, memory.category or "uncategorised"))
+    # What the user said that no memory holds, in their words, ranked with the memories.
+    for order, episode in enumerate(result.episodes, start=len(found)):
+        context = f"the user said on {episode.said_at:%Y-%m-%d}"
+        entry = {
+            "content": episode.content,
+            "type": "episode",
+            "relevance": round(episode.score, 4),
+            "context": context,
+        }
+        found.append((episode.score, order, entry, "episodes"))
+    memories = []
+    by_category: dict[str, list[int]] = {}
+    for index, (_, _, entry, category) in enumerate(sorted(found, key=lambda item: (-item[0], item[1]))):
+        memories.append(entry)
+        by_category.setdefault(category, []).append(index)
     return {
         "memories": memories,
         "metadata": {

@@ -18,7 +18,7 @@ from django.db.models import Count, Min, Q
 from django.http import Http404
 
 from capture.models import CaptureJob
-from memories.models import ApiKey, Conversation, Membership, Memory, Project, Role, Status, Team
+from memories.models import ApiKey, Conversation, Membership, Memory, Message, Project, Role, Status, Team
 from memories.selectors import memories_visible
 from retrieval.models import RetrievalLog
 
@@ -82,6 +82,9 @@ class Source:
     trigger: str = ""
     excerpt: str = ""
     step: str = ""
+    extractor: str = ""
+    # The stored messages it was read from, in the order they were said.
+    messages: tuple[Message, ...] = ()
 
 
 def memory_source(*, memory: Memory) -> Source | None:
@@ -98,6 +101,10 @@ def memory_source(*, memory: Memory) -> Source | None:
         else None
     )
     step = " / ".join(str(raw[k]) for k in ("step_type", "step_name") if raw.get(k))
+    ids = [str(m.get("id")) for m in raw.get("messages") or [] if isinstance(m, dict) and _is_uuid(str(m.get("id")))]
+    said = Message.objects.filter(
+        pk__in=ids, conversation__project=memory.project, conversation__user_id=memory.user_id
+    ).order_by("said_at", "created_at", "seq")
     return Source(
         job_id=job_id if job else "",
         job_status=job.status if job else "",
@@ -107,6 +114,8 @@ def memory_source(*, memory: Memory) -> Source | None:
         trigger=str(raw.get("trigger") or ""),
         excerpt=str(raw.get("excerpt") or ""),
         step=step,
+        extractor=str(raw.get("extractor") or ""),
+        messages=tuple(said) if ids else (),
     )
 
 

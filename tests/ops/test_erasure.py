@@ -84,7 +84,8 @@ def test_erase_user_command_prints_the_counts(api, capsys: pytest.CaptureFixture
     leave_traces(api, "carol")
     call_command("erase_user", "--project", api.project.slug, "--user", "carol", "--yes")
     printed = json.loads(capsys.readouterr().out)
-    assert printed["erased"]["memories"] == 3 and printed["erased"]["conversations"] == 1
+    # Two conversations: the one posted, and the capture's session, kept as episodes.
+    assert printed["erased"]["memories"] == 3 and printed["erased"]["conversations"] == 2
     assert not any(rows(api.project, "carol").values())
 
 

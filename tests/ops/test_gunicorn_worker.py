@@ -162,7 +162,9 @@ def test_kept_alive_connections_are_answered_back_to_back_idle_pipelined_and_bey
         # Two requests in one write: the second is read ahead with the first.
         raw = socket.create_connection(("127.0.0.1", service.port), timeout=30)
         raw.sendall(b"GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" * 2)
-        assert _statuses(raw, 2) == [503, 503]
+        # 503 or 200: whether this home's service database exists depends on which tests ran before.
+        first, second = _statuses(raw, 2)
+        assert first == second and first in (200, 503)
         raw.close()
         # More busy connections than the two workers have threads (2 x 4): every request answered.
         clients = [_connect(service.port) for _ in range(12)]
@@ -180,7 +182,7 @@ def test_kept_alive_connections_are_answered_back_to_back_idle_pipelined_and_bey
             thread.start()
         for thread in threads:
             thread.join(60)
-        assert done.count(503) == 120
+        assert len(done) == 120 and set(done) == {first}
         for client in [conn, *clients]:
             client.close()
 

@@ -168,3 +168,30 @@ def test_the_turn_cache_answers_with_the_same_episodes(api):
     assert again["cached"] is True
     assert [e["id"] for e in again["episodes"]] == [e["id"] for e in first["episodes"]]
     assert again["injection"] == first["injection"]
+
+
+def test_the_query_memory_tool_returns_episodes_as_their_own_type(api):
+    capture(api, [{"role": "user", "content": "lol pixel stole a whole baguette off the counter again"}])
+    response = api.post("/tools/query_memory", {"user_id": "alice", "query": "what did pixel steal?"})
+    assert response.status_code == 200
+    said = [m for m in response.json()["memories"] if m["type"] == "episode"]
+    assert said and "baguette" in said[0]["content"] and said[0]["context"].startswith("the user said on ")
+    assert response.json()["metadata"]["by_category"]["episodes"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_episodes_travel_with_an_export_and_are_found_after_import(api, other_api):
+    said = {"role": "user", "content": "lol pixel stole a whole baguette", "timestamp": "2026-03-09T10:00:00+00:00"}
+    capture(api, [said])
+    exported = api.client.get("/api/v1/export?conversations=true", headers=api._headers())
+    body = b"".join(exported.streaming_content).decode()
+    imported = other_api.client.post(
+        "/api/v1/import", body, content_type="application/x-ndjson", headers=other_api._headers()
+    )
+    assert imported.status_code == 200, imported.content
+    copy = Message.objects.get(conversation__project=other_api.project)
+    assert copy.said_at.isoformat() == "2026-03-09T10:00:00+00:00"
+    from retrieval.message_vectors import embed_messages
+
+    embed_messages(message_ids=[str(copy.pk)])  # the worker's embedding task
+    assert "baguette" in ask(other_api, "what did pixel steal?")["episodes"][0]["content"]

@@ -22,7 +22,7 @@ FACTS = [
     "Alice is allergic to peanuts.",
 ]
 QUESTION = "How does Alice deploy the billing service?"
-QUERIES = 15
+QUERIES = 16
 
 
 @pytest.fixture

@@ -468,3 +468,17 @@ def test_the_dashboard_names_memories_without_a_category_uncategorised(client_as
     body = client_as("viewer").get(f"/p/{project.slug}/").content.decode()
     row = body.split('id="by-category"', 1)[1].split("</table>", 1)[0]
     assert "uncategorised" in row and "(none)" not in row
+
+
+def test_the_memory_page_shows_the_messages_a_captured_memory_came_from(client_as, api, project, settings):
+    from capture.pipeline import run_job
+
+    settings.MEMORYHUB_LLM_BASE_URL, settings.OPENAI_API_KEY = "", ""
+    said = {"role": "user", "content": "My sister Nina is a nurse in Leeds.", "timestamp": "2026-03-09T10:00:00Z"}
+    body = {"user_id": "alice", "session_id": "s1", "trigger": "compaction", "messages": [said]}
+    job_id = api.post("/capture", body).json()["job_id"]
+    run_job(job_id=job_id)
+    memory = Memory.objects.get(pk=CaptureJob.objects.get(pk=job_id).memory_ids[0])
+    page = client_as("viewer").get(f"/p/{project.slug}/memories/{memory.pk}/").content.decode()
+    assert 'id="source-messages"' in page and "My sister Nina is a nurse in Leeds." in page
+    assert "2026-03-09 10:00" in page and 'id="source-extractor">rules<' in page
