@@ -78,7 +78,12 @@ class AsyncMemoryHub:
             try:
                 response = await self._http.request(**call.request(self._server))
             except httpx2.TransportError as error:
-                raise _core.transport_error(error) from error
+                pause = self.retry.wait_after_transport_error(attempt=attempt, call=call)
+                if pause is None:
+                    raise _core.transport_error(error) from error
+                await self._sleep(pause)
+                attempt += 1
+                continue
             wait = self.retry.wait(attempt=attempt, status=response.status_code, headers=response.headers)
             if wait is None:
                 return cast(T, _core.result(call, response))
