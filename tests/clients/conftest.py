@@ -3,7 +3,13 @@ real Postgres and Redis, one API key per project (tests/conftest.py's project fi
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,3 +38,37 @@ def key(project: Project) -> str:
 def hub(server: str, key: str) -> Iterator[MemoryHub]:
     with MemoryHub(base_url=server, api_key=key) as client:
         yield client
+
+
+CLIENT_SRC = Path(__file__).resolve().parents[2] / "clients" / "python" / "src"
+
+
+@dataclass
+class Cli:
+    """The ``memoryhub`` command run as a process, as a shell would run it, with its own home
+    (config and state files) and the live server in its environment."""
+
+    env: dict[str, str]
+    home: Path
+
+    def __call__(self, *args: str, stdin: str = "", timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "memoryhub_client", *args]
+        return subprocess.run(command, input=stdin, env=self.env, capture_output=True, text=True, timeout=timeout)
+
+    def json(self, *args: str, stdin: str = "") -> Any:
+        done = self("--json", *args, stdin=stdin)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+
+@pytest.fixture
+def cli(server: str, key: str, tmp_path: Path) -> Cli:
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(CLIENT_SRC),
+        "MEMORYHUB_URL": server,
+        "MEMORYHUB_API_KEY": key,
+        "MEMORYHUB_USER": "alice",
+    }
+    return Cli(env=env, home=tmp_path)

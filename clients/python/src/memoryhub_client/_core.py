@@ -130,8 +130,10 @@ def prepare(name: str, arguments: dict[str, Any], *, content: str | None = None)
     )
     params = {key: _plain(arguments[key]) for key in operation.query if arguments.get(key) is not None}
     body = {key: _plain(arguments[key]) for key in operation.body if arguments.get(key) is not None}
-    # One key per call, kept by every retry of it: the server answers a retry with the first answer.
-    headers = {IDEMPOTENCY_HEADER: uuid.uuid4().hex} if operation.creates else {}
+    # One key per call (the caller's, else a new one), kept by every retry of it: the server
+    # answers a retry with the first answer.
+    key = arguments.get("idempotency_key") or uuid.uuid4().hex
+    headers = {IDEMPOTENCY_HEADER: key} if operation.creates else {}
     if content is not None:
         return Call(
             operation,
