@@ -51,9 +51,13 @@ class Cli:
     env: dict[str, str]
     home: Path
 
-    def __call__(self, *args: str, stdin: str = "", timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    def __call__(
+        self, *args: str, stdin: str = "", cwd: Path | None = None, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
         command = [sys.executable, "-m", "memoryhub_client", *args]
-        return subprocess.run(command, input=stdin, env=self.env, capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            command, input=stdin, env=self.env, cwd=cwd, capture_output=True, text=True, timeout=timeout
+        )
 
     def json(self, *args: str, stdin: str = "") -> Any:
         done = self("--json", *args, stdin=stdin)
