@@ -121,6 +121,20 @@ def test_an_unreachable_server_costs_the_agent_nothing_and_the_turn_waits(cli, t
     assert len(windows()) == 1 and len(windows()[0]) == 3
 
 
+def test_a_server_that_never_answers_is_given_up_after_the_hook_timeout(cli):
+    with socket.socket() as silent:  # accepts connections (the kernel's backlog), never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        cli.env["MEMORYHUB_URL"] = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        cli.env["MEMORYHUB_HOOK_TIMEOUT"] = "30"  # asks for more than a hook may take: 2 s it is
+        started = time.monotonic()
+        done = cli("hook", "UserPromptSubmit", stdin=payload("claude_code_user_prompt_submit"))
+        elapsed = time.monotonic() - started
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert 2.0 <= elapsed < 2.0 + 3.0  # the cap, plus starting Python on a busy machine
+    assert "timed out" in (cli.home / ".local" / "state" / "memoryhub" / "hooks.log").read_text()
+
+
 def test_a_payload_that_is_not_json_is_logged_and_ignored(cli):
     done = cli("hook", "UserPromptSubmit", stdin="not json")
     assert (done.returncode, done.stdout) == (0, "")

@@ -7,6 +7,7 @@ from typing import Any
 
 import httpx2
 import pytest
+import redis
 
 from capture.models import CaptureJob
 from memories.models import Memory
@@ -109,3 +110,12 @@ def test_eight_parallel_retries_write_exactly_one_memory(live_server, api):
     assert {answer.status_code for answer in answers} == {201}
     assert len({answer.json()["id"] for answer in answers}) == 1
     assert Memory.objects.filter(project=api.project).count() == 1
+
+
+def test_with_redis_unreachable_a_keyed_write_still_runs(api, monkeypatch, tmp_path):
+    from memoryhub import redis as process_redis  # noqa: PLC0415
+
+    gone = redis.Redis(unix_socket_path=str(tmp_path / "no-redis.sock"), socket_timeout=0.5)
+    monkeypatch.setattr(process_redis, "_client", gone)
+    answers = [post(api, "/memories", BODY, "k").status_code for _ in range(2)]
+    assert answers == [201, 201]  # no guard without Redis: the write is not refused

@@ -18,6 +18,7 @@ import hashlib
 import json
 import logging
 import os
+import signal
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -50,9 +51,27 @@ def state_dir(env: Mapping[str, str] = os.environ) -> Path:
     return base / "memoryhub"
 
 
+class HookTimeout(Exception):
+    """The hook's whole time is spent (request timeouts alone do not bound a connect plus a read)."""
+
+
+def _expire(signum: int, frame: object) -> None:
+    raise HookTimeout("timed out: the hook's time limit was reached")
+
+
 def run(agent: str, event: str, raw: str, env: Mapping[str, str] = os.environ) -> str:
     """What the hook prints for ``event`` given its payload; never raises."""
     _log_to_file(state_dir(env) / "hooks.log")
+    try:
+        return _run_within_limit(agent, event, raw, env)
+    except HookTimeout:  # the alarm rang between the work's end and its disarming
+        return _context_answer(agent, event, "")
+
+
+def _run_within_limit(agent: str, event: str, raw: str, env: Mapping[str, str]) -> str:
+    if hasattr(signal, "setitimer"):
+        signal.signal(signal.SIGALRM, _expire)
+        signal.setitimer(signal.ITIMER_REAL, _timeout(env))
     try:
         payload = json.loads(raw or "{}")
         if not isinstance(payload, dict):
@@ -68,6 +87,9 @@ def run(agent: str, event: str, raw: str, env: Mapping[str, str] = os.environ) -
                 log.warning("%s: no hook for event %r", agent, event)
     except Exception:
         log.exception("%s %s failed; the agent goes on without memory", agent, event)
+    finally:
+        if hasattr(signal, "setitimer"):
+            signal.setitimer(signal.ITIMER_REAL, 0)
     return _context_answer(agent, event, "")
 
 
