@@ -6,6 +6,7 @@ import json
 import socket
 import stat
 import subprocess
+from pathlib import Path
 from uuid import UUID
 
 import pytest
@@ -141,3 +142,11 @@ def test_bash_completion_completes_commands_and_options(cli):
     assert complete("recall", "--bu") == ["--budget"]
     assert "claude-code" in complete("install", "")
     assert cli("completion", "zsh").stdout.startswith("#compdef memoryhub")
+
+
+def test_capture_reads_a_claude_code_transcript_file(cli, tmp_path):
+    transcript = Path(__file__).parent / "hook_payloads" / "claude_code_transcript.jsonl"
+    accepted = cli.json("capture", "--file", str(transcript), "--trigger", "compaction")
+    job = CaptureJob.objects.get(pk=UUID(accepted["job_id"]))
+    assert job.trigger == "compaction"
+    assert [m["role"] for m in job.window] == ["user", "assistant", "assistant"]
