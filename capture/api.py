@@ -11,11 +11,13 @@ from capture import selectors, services
 from capture.schemas import CaptureIn, CaptureJobOut, JobAcceptedOut, ObservationIn, job_out
 from memories.schemas import UserId
 from memoryhub.auth import ERRORS, actor, api_key
+from memoryhub.idempotency import idempotent
 
 router = Router(tags=["capture"])
 
 
 @router.post("/capture", response={202: JobAcceptedOut, **ERRORS})
+@idempotent
 def capture(request: HttpRequest, body: CaptureIn) -> Status[Any]:
     """Queue a capture of the conversation window; classification runs in the background."""
     job = services.capture_submit(
@@ -41,6 +43,7 @@ def capture_job(request: HttpRequest, job_id: str, user_id: UserId) -> dict[str,
 
 
 @router.post("/observations", response={202: JobAcceptedOut, **ERRORS})
+@idempotent
 def observation(request: HttpRequest, body: ObservationIn) -> Status[Any]:
     """Queue extraction of findings, insights and lessons from an agent step's output."""
     job = services.observation_submit(

@@ -20,6 +20,7 @@ from conversations.schemas import ChatMessageIn
 from memories.models import Conversation, Message
 from memories.schemas import StrictSchema, UserId
 from memoryhub.auth import ERRORS, api_key
+from memoryhub.idempotency import idempotent
 
 router = Router(tags=["conversations"])
 
@@ -88,6 +89,7 @@ def conversation_out(conversation: Conversation, messages: list[Message]) -> dic
 
 
 @router.post("/conversations", response={201: ConversationOut, **ERRORS})
+@idempotent
 def create_conversation(request: HttpRequest, body: ConversationIn) -> Status[Any]:
     """Start a durable conversation."""
     conversation = conversation_services.conversation_create(project=api_key(request).project, **body.model_dump())
@@ -95,6 +97,7 @@ def create_conversation(request: HttpRequest, body: ConversationIn) -> Status[An
 
 
 @router.post("/conversations/{conversation_id}/messages", response={201: MessagesOut, **ERRORS})
+@idempotent
 def add_messages(request: HttpRequest, conversation_id: str, body: MessagesIn) -> Status[Any]:
     """Append messages: stored in Postgres first, then cached in the session tail and embedded."""
     conversation = conversation_selectors.conversation_get(

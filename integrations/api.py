@@ -11,6 +11,7 @@ from integrations.transfer import export_lines as _export_lines
 from integrations.transfer import import_lines
 from memoryhub.auth import ERRORS, api_key
 from memoryhub.errors import Invalid
+from memoryhub.idempotency import idempotent
 
 router = Router(tags=["transfer"])
 
@@ -58,6 +59,7 @@ def export(request: HttpRequest, query: Query[ExportQuery]) -> StreamingHttpResp
         "requestBody": {"required": True, "content": {NDJSON: {"schema": {"type": "string"}}}},
     },
 )
+@idempotent
 def import_(request: HttpRequest) -> dict[str, Any]:
     """Import an export file (the body, JSON lines) into the key's project: every line is checked
     first; when any is rejected nothing is written and the answer is 422 ``import_rejected`` with

@@ -27,6 +27,7 @@ from memories.schemas import (
     memory_out,
 )
 from memoryhub.auth import ERRORS, actor, api_key
+from memoryhub.idempotency import idempotent
 
 router = Router(tags=["memories"])
 
@@ -53,6 +54,7 @@ def memory_draft(body: MemoryIn | SupersedeIn, *, scope: str) -> services.Memory
 
 
 @router.post("/memories", response={201: MemoryOut, **ERRORS})
+@idempotent
 def create_memory(request: HttpRequest, body: MemoryIn) -> Status[Any]:
     """Create one memory. It is embedded before the answer when the embedder is up."""
     memory = memory_create_from(project=api_key(request).project, body=body, actor=actor(request))
@@ -80,6 +82,7 @@ def memory_supersede_from(
 
 
 @router.post("/memories/bulk", response={201: BulkOut, **ERRORS})
+@idempotent
 def bulk_create_memories(request: HttpRequest, body: BulkIn) -> Status[Any]:
     """Create up to 1,000 memories at once, all or nothing; embedding runs in the background."""
     drafts = [services.MemoryDraft(**item.model_dump()) for item in body.memories]
@@ -165,6 +168,7 @@ def memory_history(request: HttpRequest, memory_id: str, user_id: UserId) -> dic
 
 
 @router.post("/memories/{memory_id}/supersede", response={201: MemoryOut, **ERRORS})
+@idempotent
 def supersede_memory(request: HttpRequest, memory_id: str, body: SupersedeIn) -> Status[Any]:
     """Write a new version; the old one becomes ``superseded`` (409 if it already is)."""
     new = memory_supersede_from(

@@ -161,6 +161,7 @@ MIDDLEWARE = [
     "memoryhub.row_security.RowSecurityMiddleware",
     "memoryhub.security.SecurityHeadersMiddleware",
     "memoryhub.errors.ApiErrorEnvelopeMiddleware",
+    "memoryhub.idempotency.IdempotencyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

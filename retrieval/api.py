@@ -13,6 +13,7 @@ from memories.models import Project
 from memories.schemas import MemoryOut, memory_out
 from memoryhub.auth import ERRORS, actor, api_key
 from memoryhub.errors import RateLimited
+from memoryhub.idempotency import idempotent
 from retrieval.engine import RetrieveRequest, RetrieveResult, retrieve
 from retrieval.schemas import AddMemoryIn, QueryMemoryIn, QueryMemoryOut, RetrieveIn, RetrieveOut, retrieve_out
 from retrieval.tools import TOOL_SCHEMAS, tool_memories
@@ -86,6 +87,7 @@ def query_memory(request: HttpRequest, response: HttpResponse, body: QueryMemory
 
 
 @router.post("/tools/add_memory", response={201: MemoryOut, **ERRORS})
+@idempotent
 def add_memory(request: HttpRequest, body: AddMemoryIn) -> Status[Any]:
     """The ``add_memory`` tool: store one memory for the user (embedded before the answer)."""
     draft = services.MemoryDraft(user_id=body.user_id, content=body.content, kind=body.type, category=body.category)

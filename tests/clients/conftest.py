@@ -3,7 +3,13 @@ real Postgres and Redis, one API key per project (tests/conftest.py's project fi
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -41,3 +47,41 @@ def gateway(server: str) -> Iterator[RateLimitingProxy]:
     proxy = RateLimitingProxy(server, allow=1, retry_after=7)
     yield proxy
     proxy.close()
+
+
+CLIENT_SRC = Path(__file__).resolve().parents[2] / "clients" / "python" / "src"
+
+
+@dataclass
+class Cli:
+    """The ``memoryhub`` command run as a process, as a shell would run it, with its own home
+    (config and state files) and the live server in its environment."""
+
+    env: dict[str, str]
+    home: Path
+
+    def __call__(
+        self, *args: str, stdin: str = "", cwd: Path | None = None, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "memoryhub_client", *args]
+        return subprocess.run(
+            command, input=stdin, env=self.env, cwd=cwd, capture_output=True, text=True, timeout=timeout
+        )
+
+    def json(self, *args: str, stdin: str = "") -> Any:
+        done = self("--json", *args, stdin=stdin)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+
+@pytest.fixture
+def cli(server: str, key: str, tmp_path: Path) -> Cli:
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(CLIENT_SRC),
+        "MEMORYHUB_URL": server,
+        "MEMORYHUB_API_KEY": key,
+        "MEMORYHUB_USER": "alice",
+    }
+    return Cli(env=env, home=tmp_path)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from memoryhub_client._core import NO_RETRY, RetryPolicy
-from memoryhub_client.aio import AsyncMemoryHub
 from memoryhub_client.client import MemoryHub
 from memoryhub_client.errors import (
     BadRequest,
@@ -60,3 +61,17 @@ __all__ = [
     "Unavailable",
     "ValidationError",
 ]
+
+
+if TYPE_CHECKING:
+    from memoryhub_client.aio import AsyncMemoryHub
+
+
+def __getattr__(name: str) -> Any:
+    # The async client (and asyncio) load on first use: the command line's hooks start a process
+    # per event and never need them.
+    if name == "AsyncMemoryHub":
+        from memoryhub_client.aio import AsyncMemoryHub  # noqa: PLC0415
+
+        return AsyncMemoryHub
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

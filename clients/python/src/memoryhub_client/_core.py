@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import email.utils
 import random
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
@@ -19,6 +20,7 @@ from memoryhub_client.errors import TransportError, error_for
 from memoryhub_client.operations import OPERATIONS, Operation
 
 API_PREFIX = "/api/v1"
+IDEMPOTENCY_HEADER = "Idempotency-Key"
 RETRY_STATUSES = frozenset({429, 503})
 
 
@@ -40,6 +42,17 @@ class RetryPolicy:
         after = retry_after(headers)
         if after is not None:
             return after if after <= self.max_wait else None
+        return self._backoff(attempt)
+
+    def wait_after_transport_error(self, *, attempt: int, call: Call) -> float | None:
+        """Seconds to wait before resending ``call`` after no answer at all, or None to give up.
+        Only a call carrying an ``Idempotency-Key`` is resent: the lost answer may have been a
+        write, and only the key makes sending it again harmless."""
+        if IDEMPOTENCY_HEADER not in call.headers or attempt >= self.max_retries:
+            return None
+        return self._backoff(attempt)
+
+    def _backoff(self, attempt: int) -> float:
         ceiling = min(self.max_backoff, self.backoff * 2.0**attempt)
         # Half fixed, half random: clients limited together do not come back together.
         return ceiling / 2 + random.uniform(0, ceiling / 2)
@@ -117,6 +130,10 @@ def prepare(name: str, arguments: dict[str, Any], *, content: str | None = None)
     )
     params = {key: _plain(arguments[key]) for key in operation.query if arguments.get(key) is not None}
     body = {key: _plain(arguments[key]) for key in operation.body if arguments.get(key) is not None}
+    # One key per call (the caller's, else a new one), kept by every retry of it: the server
+    # answers a retry with the first answer.
+    key = arguments.get("idempotency_key") or uuid.uuid4().hex
+    headers = {IDEMPOTENCY_HEADER: key} if operation.creates else {}
     if content is not None:
         return Call(
             operation,
@@ -124,9 +141,10 @@ def prepare(name: str, arguments: dict[str, Any], *, content: str | None = None)
             API_PREFIX + path,
             params,
             content=content.encode(),
-            headers={"Content-Type": operation.content_type},
+            headers={"Content-Type": operation.content_type, **headers},
         )
-    return Call(operation, operation.method, API_PREFIX + path, params, json=body if operation.body else None)
+    json_body = body if operation.body else None
+    return Call(operation, operation.method, API_PREFIX + path, params, json=json_body, headers=headers)
 
 
 def _plain(value: Any) -> Any:

@@ -78,7 +78,12 @@ class AsyncMemoryHub:
             try:
                 response = await self._http.request(**call.request(self._server))
             except httpx2.TransportError as error:
-                raise _core.transport_error(error) from error
+                pause = self.retry.wait_after_transport_error(attempt=attempt, call=call)
+                if pause is None:
+                    raise _core.transport_error(error) from error
+                await self._sleep(pause)
+                attempt += 1
+                continue
             wait = self.retry.wait(attempt=attempt, status=response.status_code, headers=response.headers)
             if wait is None:
                 return cast(T, _core.result(call, response))
@@ -104,11 +109,14 @@ class AsyncMemoryHub:
         expires_at: datetime | None = None,
         supersedes: str | None = None,
         related: Links = None,
+        idempotency_key: str | None = None,
     ) -> Memory:
         """Create one memory; ``related`` links it to others (``Link(id, relationship)``)."""
         return await self._call("create_memory", locals(), Memory)
 
-    async def bulk_create_memories(self, *, memories: Sequence[dict[str, Any]]) -> BulkResult:
+    async def bulk_create_memories(
+        self, *, memories: Sequence[dict[str, Any]], idempotency_key: str | None = None
+    ) -> BulkResult:
         """Create up to 1,000 memories in one request; they are embedded in the background."""
         return await self._call("bulk_create_memories", locals(), BulkResult)
 
@@ -154,6 +162,7 @@ class AsyncMemoryHub:
         expires_at: datetime | None = None,
         related: Links = None,
         reason: str | None = None,
+        idempotency_key: str | None = None,
     ) -> Memory:
         """Replace a memory with a new version; the old one becomes ``superseded``."""
         return await self._call("supersede_memory", locals(), Memory)
@@ -248,6 +257,7 @@ class AsyncMemoryHub:
         trigger: str,
         session_id: str | None = None,
         conversation_id: str | None = None,
+        idempotency_key: str | None = None,
     ) -> JobAccepted:
         """Hand a conversation to the server (``trigger`` ``"turn"`` or ``"compaction"``); it
         extracts memories in the background."""
@@ -299,10 +309,10 @@ class AsyncMemoryHub:
         """The project (or one user's part of it) as JSON lines (docs/api.md)."""
         return await self._call("export", locals(), str)
 
-    async def import_jsonl(self, *, text: str) -> ImportResult:
+    async def import_jsonl(self, *, text: str, idempotency_key: str | None = None) -> ImportResult:
         """Import an export file's text; when any line is rejected nothing is imported and
         ``ValidationError`` (code ``import_rejected``) lists each line's reason in ``details``."""
-        return await self._call("import_jsonl", {}, ImportResult, content=text)
+        return await self._call("import_jsonl", {"idempotency_key": idempotency_key}, ImportResult, content=text)
 
     async def erase_user(self, *, user_id: str) -> Erasure:
         """Erase one end user of the project, irreversibly; answers what was removed."""

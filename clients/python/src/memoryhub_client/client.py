@@ -77,7 +77,12 @@ class MemoryHub:
             try:
                 response = self._http.request(**call.request(self._server))
             except httpx2.TransportError as error:
-                raise _core.transport_error(error) from error
+                pause = self.retry.wait_after_transport_error(attempt=attempt, call=call)
+                if pause is None:
+                    raise _core.transport_error(error) from error
+                self._sleep(pause)
+                attempt += 1
+                continue
             wait = self.retry.wait(attempt=attempt, status=response.status_code, headers=response.headers)
             if wait is None:
                 return cast(T, _core.result(call, response))
@@ -103,11 +108,14 @@ class MemoryHub:
         expires_at: datetime | None = None,
         supersedes: str | None = None,
         related: Links = None,
+        idempotency_key: str | None = None,
     ) -> Memory:
         """Create one memory; ``related`` links it to others (``Link(id, relationship)``)."""
         return self._call("create_memory", locals(), Memory)
 
-    def bulk_create_memories(self, *, memories: Sequence[dict[str, Any]]) -> BulkResult:
+    def bulk_create_memories(
+        self, *, memories: Sequence[dict[str, Any]], idempotency_key: str | None = None
+    ) -> BulkResult:
         """Create up to 1,000 memories in one request; they are embedded in the background."""
         return self._call("bulk_create_memories", locals(), BulkResult)
 
@@ -153,6 +161,7 @@ class MemoryHub:
         expires_at: datetime | None = None,
         related: Links = None,
         reason: str | None = None,
+        idempotency_key: str | None = None,
     ) -> Memory:
         """Replace a memory with a new version; the old one becomes ``superseded``."""
         return self._call("supersede_memory", locals(), Memory)
@@ -243,6 +252,7 @@ class MemoryHub:
         trigger: str,
         session_id: str | None = None,
         conversation_id: str | None = None,
+        idempotency_key: str | None = None,
     ) -> JobAccepted:
         """Hand a conversation to the server (``trigger`` ``"turn"`` or ``"compaction"``); it
         extracts memories in the background."""
@@ -292,10 +302,10 @@ class MemoryHub:
         """The project (or one user's part of it) as JSON lines (docs/api.md)."""
         return self._call("export", locals(), str)
 
-    def import_jsonl(self, *, text: str) -> ImportResult:
+    def import_jsonl(self, *, text: str, idempotency_key: str | None = None) -> ImportResult:
         """Import an export file's text; when any line is rejected nothing is imported and
         ``ValidationError`` (code ``import_rejected``) lists each line's reason in ``details``."""
-        return self._call("import_jsonl", {}, ImportResult, content=text)
+        return self._call("import_jsonl", {"idempotency_key": idempotency_key}, ImportResult, content=text)
 
     def erase_user(self, *, user_id: str) -> Erasure:
         """Erase one end user of the project, irreversibly; answers what was removed."""

@@ -29,6 +29,9 @@ class Operation:
     content_type: str = JSON
     # Path parameters sent unescaped: a scratchpad key may contain "/" (the route takes a path).
     raw_path: tuple[str, ...] = ()
+    # A write the server deduplicates by ``Idempotency-Key``: the client sends one per call, the
+    # same on every retry, so a retry after a lost answer cannot write twice.
+    creates: bool = False
 
     @property
     def path_params(self) -> tuple[str, ...]:
@@ -40,9 +43,16 @@ _MEMORY_FIELDS = ("user_id", "content", "kind", "category", "importance", "metad
 OPERATIONS: dict[str, Operation] = {
     "health": Operation("GET", "/health", response=models.Health),
     "create_memory": Operation(
-        "POST", "/memories", 201, body=(*_MEMORY_FIELDS, "scope", "supersedes"), response=models.Memory
+        "POST",
+        "/memories",
+        201,
+        body=(*_MEMORY_FIELDS, "scope", "supersedes"),
+        response=models.Memory,
+        creates=True,
     ),
-    "bulk_create_memories": Operation("POST", "/memories/bulk", 201, body=("memories",), response=models.BulkResult),
+    "bulk_create_memories": Operation(
+        "POST", "/memories/bulk", 201, body=("memories",), response=models.BulkResult, creates=True
+    ),
     "list_memories": Operation(
         "GET",
         "/memories",
@@ -64,6 +74,7 @@ OPERATIONS: dict[str, Operation] = {
         201,
         body=(*_MEMORY_FIELDS, "scope", "reason"),
         response=models.Memory,
+        creates=True,
     ),
     "retrieve": Operation(
         "POST",
@@ -98,6 +109,7 @@ OPERATIONS: dict[str, Operation] = {
         202,
         body=("user_id", "session_id", "trigger", "messages", "conversation_id"),
         response=models.JobAccepted,
+        creates=True,
     ),
     "capture_job": Operation("GET", "/capture/{job_id}", query=("user_id",), response=models.CaptureJob),
     "list_scratchpad": Operation(
@@ -114,7 +126,7 @@ OPERATIONS: dict[str, Operation] = {
     ),
     "delete_scratchpad": Operation("DELETE", "/scratchpad/{key}", 204, query=("user_id",), raw_path=("key",)),
     "export": Operation("GET", "/export", query=("user_id", "conversations"), response="text"),
-    "import_jsonl": Operation("POST", "/import", response=models.ImportResult, content_type=NDJSON),
+    "import_jsonl": Operation("POST", "/import", response=models.ImportResult, content_type=NDJSON, creates=True),
     "erase_user": Operation("DELETE", "/users/{user_id}", response=models.Erasure),
 }
 

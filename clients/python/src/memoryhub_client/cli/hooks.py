@@ -1,0 +1,246 @@
+"""``memoryhub hook <event>``: a coding agent's lifecycle hook, in that agent's protocol.
+
+The agent runs the command with the event's JSON payload on standard input. Events that start a
+session or a turn answer with relevant memories as ``additionalContext`` (``POST /retrieve``'s
+``injection``, within a token budget); events that end a turn or compact the context send what
+is new in the conversation to ``POST /capture``. A hook never stands in the agent's way: any
+failure (server down, bad payload, a bug) is written to the log file and the hook exits 0 with
+no context, after at most ``MEMORYHUB_HOOK_TIMEOUT`` seconds (default 1.5, at most 2).
+
+Claude Code's transcript is JSON lines that only grow; a state file per session remembers the
+last line sent, and the range in flight, so a turn is never sent twice: a range whose answer was
+lost is resent with the same ``Idempotency-Key`` (the server answers the first answer).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import signal
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from memoryhub_client._core import NO_RETRY
+from memoryhub_client.cli import config as settings
+from memoryhub_client.cli.transcripts import MAX_MESSAGE_CHARS, claude_code_message
+from memoryhub_client.client import MemoryHub
+
+log = logging.getLogger("memoryhub.hook")
+
+AGENTS = ("claude-code", "gemini")
+CONTEXT_EVENTS = {"claude-code": ("SessionStart", "UserPromptSubmit"), "gemini": ("SessionStart", "BeforeAgent")}
+CAPTURE_EVENTS = {"claude-code": {"Stop": "turn", "PreCompact": "compaction"}, "gemini": {"AfterAgent": "turn"}}
+MAX_TIMEOUT_S = 2.0
+# What one capture request may carry (the API's MEMORYHUB_MAX_CAPTURE_MESSAGES).
+MAX_MESSAGES = 200
+
+
+def events(agent: str) -> tuple[str, ...]:
+    return CONTEXT_EVENTS[agent] + tuple(CAPTURE_EVENTS[agent])
+
+
+def state_dir(env: Mapping[str, str] = os.environ) -> Path:
+    """``$MEMORYHUB_STATE_DIR``, else ``$XDG_STATE_HOME/memoryhub`` (``~/.local/state``)."""
+    if env.get("MEMORYHUB_STATE_DIR"):
+        return Path(env["MEMORYHUB_STATE_DIR"])
+    base = Path(env["XDG_STATE_HOME"]) if env.get("XDG_STATE_HOME") else Path.home() / ".local" / "state"
+    return base / "memoryhub"
+
+
+class HookTimeout(Exception):
+    """The hook's whole time is spent (request timeouts alone do not bound a connect plus a read)."""
+
+
+def _expire(signum: int, frame: object) -> None:
+    raise HookTimeout("timed out: the hook's time limit was reached")
+
+
+def run(agent: str, event: str, raw: str, env: Mapping[str, str] = os.environ) -> str:
+    """What the hook prints for ``event`` given its payload; never raises."""
+    _log_to_file(state_dir(env) / "hooks.log")
+    try:
+        return _run_within_limit(agent, event, raw, env)
+    except HookTimeout:  # the alarm rang between the work's end and its disarming
+        return _context_answer(agent, event, "")
+
+
+def _run_within_limit(agent: str, event: str, raw: str, env: Mapping[str, str]) -> str:
+    if hasattr(signal, "setitimer"):
+        signal.signal(signal.SIGALRM, _expire)
+        signal.setitimer(signal.ITIMER_REAL, _timeout(env))
+    try:
+        payload = json.loads(raw or "{}")
+        if not isinstance(payload, dict):
+            raise ValueError("the payload is not a JSON object")
+        conf = settings.load(env).require()
+        with MemoryHub(base_url=conf.url, api_key=conf.api_key, timeout=_timeout(env), retry=NO_RETRY) as hub:
+            if event in CONTEXT_EVENTS[agent]:
+                return _context_answer(agent, event, _context(hub, conf, event, payload, env))
+            if event in CAPTURE_EVENTS[agent]:
+                sent = _capture(hub, conf, agent, CAPTURE_EVENTS[agent][event], payload, env)
+                log.info("%s %s: sent %d message(s)", agent, event, sent)
+            else:
+                log.warning("%s: no hook for event %r", agent, event)
+    except Exception:
+        log.exception("%s %s failed; the agent goes on without memory", agent, event)
+    finally:
+        if hasattr(signal, "setitimer"):
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    return _context_answer(agent, event, "")
+
+
+def _timeout(env: Mapping[str, str]) -> float:
+    try:
+        wanted = float(env.get("MEMORYHUB_HOOK_TIMEOUT", "1.5"))
+    except ValueError:
+        wanted = 1.5
+    return min(max(wanted, 0.1), MAX_TIMEOUT_S)
+
+
+def _context(hub: MemoryHub, conf: settings.Config, event: str, payload: dict[str, Any], env: Mapping[str, str]) -> str:
+    """The injection for this event: the prompt's memories, or at session start the memories
+    about the project the agent was opened in."""
+    prompt = payload.get("prompt")
+    if isinstance(prompt, str) and prompt.strip():
+        query = prompt
+    else:
+        project = Path(str(payload.get("cwd") or ".")).name
+        query = f"Working on the {project} project: conventions, decisions and preferences to follow."
+    session = str(payload.get("session_id") or "")
+    turn = hashlib.sha256(f"{session}\n{event}\n{query}".encode()).hexdigest()[:32]
+    budget = int(env.get("MEMORYHUB_HOOK_TOKEN_BUDGET", "800"))
+    found = hub.retrieve(user_id=conf.user_id, query=query[:MAX_MESSAGE_CHARS], turn_id=turn, token_budget=budget)
+    return found.injection
+
+
+def _context_answer(agent: str, event: str, context: str) -> str:
+    """The hook's standard output: Claude Code takes no output as "nothing to add"; Gemini CLI
+    wants a JSON object on stdout whatever happens."""
+    if event not in CONTEXT_EVENTS.get(agent, ()) or not context:
+        return "{}" if agent == "gemini" else ""
+    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}})
+
+
+def _capture(
+    hub: MemoryHub, conf: settings.Config, agent: str, trigger: str, payload: dict[str, Any], env: Mapping[str, str]
+) -> int:
+    session = str(payload.get("session_id") or "")
+    if agent == "gemini":
+        return _capture_gemini_turn(hub, conf, session, payload)
+    return TranscriptSender(hub, conf, session, trigger, Path(str(payload["transcript_path"])), env).send()
+
+
+def _capture_gemini_turn(hub: MemoryHub, conf: settings.Config, session: str, payload: dict[str, Any]) -> int:
+    """Gemini CLI hands the turn itself (prompt and final answer); the key is the turn's hash,
+    so the same turn delivered twice is captured once."""
+    messages = [
+        {"role": role, "content": text[:MAX_MESSAGE_CHARS]}
+        for role, text in (("user", payload.get("prompt")), ("assistant", payload.get("prompt_response")))
+        if isinstance(text, str) and text.strip()
+    ]
+    if not messages:
+        return 0
+    key = _key("gemini", session, json.dumps(messages, sort_keys=True))
+    hub.capture(
+        user_id=conf.user_id, messages=messages, trigger="turn", session_id=session[:255] or None, idempotency_key=key
+    )
+    return len(messages)
+
+
+def _key(*parts: str) -> str:
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+class TranscriptSender:
+    """Sends the lines of a Claude Code transcript that were not sent yet, in ranges of at most
+    ``MAX_MESSAGES`` messages; the state file records the next line and the range in flight."""
+
+    def __init__(
+        self, hub: MemoryHub, conf: settings.Config, session: str, trigger: str, path: Path, env: Mapping[str, str]
+    ) -> None:
+        self.hub, self.conf, self.session, self.trigger, self.path = hub, conf, session, trigger, path
+        self.state_file = state_dir(env) / "claude-code" / f"{_key(session)[:32]}.json"
+        # Ranges left when the time is up go with the next event: the agent is waiting.
+        self.deadline = time.monotonic() + _timeout(env)
+
+    def send(self) -> int:
+        lines = self._complete_lines()
+        state = self._load()
+        if state["line"] > len(lines):  # another file under the same session: start over
+            state = {"line": 0, "pending": None}
+        sent = 0
+        if state["pending"]:
+            start, end = state["pending"]
+            sent += self._send_range(lines, start, end, state)
+        while state["line"] < len(lines) and time.monotonic() < self.deadline:
+            start, end = state["line"], self._range_end(lines, state["line"])
+            state["pending"] = [start, end]
+            self._save(state)
+            sent += self._send_range(lines, start, end, state)
+        return sent
+
+    def _send_range(self, lines: list[str], start: int, end: int, state: dict[str, Any]) -> int:
+        messages = [m for m in (self._message(line) for line in lines[start:end]) if m is not None]
+        if messages:
+            self.hub.capture(
+                user_id=self.conf.user_id,
+                messages=messages,
+                trigger=self.trigger,
+                session_id=self.session[:255] or None,
+                idempotency_key=_key("claude-code", self.session, str(start), str(end)),
+            )
+        state.update(line=end, pending=None)
+        self._save(state)
+        return len(messages)
+
+    def _range_end(self, lines: list[str], start: int) -> int:
+        count, end = 0, start
+        while end < len(lines) and (count < MAX_MESSAGES or self._message(lines[end]) is None):
+            count += self._message(lines[end]) is not None
+            end += 1
+        return end
+
+    @staticmethod
+    def _message(line: str) -> dict[str, Any] | None:
+        try:
+            return claude_code_message(json.loads(line))
+        except ValueError:
+            return None
+
+    def _complete_lines(self) -> list[str]:
+        """The transcript's lines, without a last line still being written (no newline yet)."""
+        data = self.path.read_bytes()
+        lines = data.decode("utf-8", errors="replace").split("\n")
+        return lines[:-1]
+
+    def _load(self) -> dict[str, Any]:
+        try:
+            state = json.loads(self.state_file.read_text(encoding="utf-8"))
+            return {"line": int(state["line"]), "pending": state.get("pending")}
+        except (OSError, ValueError, KeyError, TypeError):
+            return {"line": 0, "pending": None}
+
+    def _save(self, state: dict[str, Any]) -> None:
+        self.state_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        partial = self.state_file.with_suffix(".tmp")
+        partial.write_text(json.dumps(state), encoding="utf-8")
+        partial.replace(self.state_file)
+
+
+def _log_to_file(path: Path) -> None:
+    """Hook diagnostics go to a file: the agent reads the hook's stdout (and may show stderr)."""
+    if log.handlers:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        handler: logging.Handler = logging.FileHandler(path, encoding="utf-8")
+    except OSError:
+        handler = logging.NullHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
