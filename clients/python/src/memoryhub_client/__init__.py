@@ -22,6 +22,7 @@ from memoryhub_client.errors import (
 )
 from memoryhub_client.models import (
     CaptureJob,
+    Episode,
     History,
     JobAccepted,
     Link,
@@ -39,6 +40,7 @@ __all__ = [
     "BadRequest",
     "CaptureJob",
     "Conflict",
+    "Episode",
     "History",
     "JobAccepted",
     "Link",

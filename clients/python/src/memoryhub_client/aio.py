@@ -226,6 +226,7 @@ class AsyncMemoryHub:
         hop_depth: int | None = None,
         include_superseded: bool | None = None,
         judge: bool | None = None,
+        episodes: bool | None = None,
     ) -> RetrieveResult:
         """The memories relevant to ``query`` (or the conversation ``messages``) and the
         injection text for a system prompt."""

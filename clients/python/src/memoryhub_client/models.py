@@ -99,8 +99,24 @@ class RetrievedMemory(Memory):
 
 
 @dataclass(frozen=True)
+class Episode:
+    """Something the user said, found beside the memories (``/retrieve``'s ``episodes``)."""
+
+    id: str
+    conversation_id: str
+    session_id: str
+    role: str
+    content: str
+    context: str
+    said_at: datetime
+    correlation_id: str
+    score: float
+    matched_by: list[str]
+
+
+@dataclass(frozen=True)
 class RetrieveResult:
-    """The answer of ``POST /retrieve``: memories by descending score and the injection text."""
+    """The answer of ``POST /retrieve``: memories and episodes by descending score, and the injection text."""
 
     memories: list[RetrievedMemory]
     injection: str
@@ -111,6 +127,8 @@ class RetrieveResult:
     hypotheses: list[str]
     timings_ms: dict[str, float]
     correlation_id: str
+    # The user's own messages that answer too (older servers send none).
+    episodes: list[Episode] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -93,6 +93,7 @@ OPERATIONS: dict[str, Operation] = {
             "hop_depth",
             "include_superseded",
             "judge",
+            "episodes",
         ),
         response=models.RetrieveResult,
     ),
