@@ -722,3 +722,30 @@ def test_a_message_without_a_time_is_dated_by_the_capture_day() -> None:
 def test_a_personal_fact_is_never_project_scope(text: str) -> None:
     found = extract_from_window(_user(text))
     assert found and all(m.scope == "user" and m.category == "user-facts" for m in found), found
+
+
+@pytest.mark.parametrize(
+    ("text", "existing", "content"),
+    [
+        (
+            "we had to drop launchdarkly, too expensive. using unleash self hosted now",
+            "The team uses launchdarkly for flags.",
+            "The team uses unleash for flags.",
+        ),
+        (
+            "right so tomas started eating fish again so he's pescatarian now, not vegetarian",
+            "The user's husband tomas is vegetarian.",
+            "The user's husband tomas is pescatarian.",
+        ),
+        (
+            "update: ditched proxmox, just running everything in docker on plain debian now",
+            "The user runs proxmox on the home server.",
+            "The user runs docker on the home server.",
+        ),
+    ],
+)
+def test_a_change_of_circumstance_said_in_passing_supersedes_the_memory_it_replaces(
+    text: str, existing: str, content: str
+) -> None:
+    found = extract_from_window(_user(text), existing=[Known("m1", existing, "fact", "user-facts", "user")])
+    assert [(m.content, m.supersedes) for m in found if m.supersedes] == [(content, "m1")]
