@@ -11,10 +11,11 @@ export MEMORYHUB_HOME ?= $(CURDIR)/.memoryhub
 
 install: $(STAMP)
 
-# The Python client (clients/python) installs editable; its one dependency (httpx2) is in the lock.
-$(STAMP): requirements.lock pyproject.toml clients/python/pyproject.toml
+# What the service runs and the dev tools (requirements-dev.lock reads requirements.lock). The Python
+# client (clients/python) installs editable; its one dependency (httpx2) is in the runtime lock.
+$(STAMP): requirements.lock requirements-dev.lock pyproject.toml clients/python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.lock
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e clients/python
 	touch $(STAMP)
 
@@ -99,13 +100,26 @@ bench: install $(PEER_STAMP)
 stop: install
 	$(PY) -m memoryhub.embedded stop
 
-# Re-pin the whole dependency tree from pyproject.toml's direct pins.
+# Re-pin the whole dependency tree from pyproject.toml's direct pins, in two locks: requirements.lock
+# (`dependencies`: what the service runs, all the production image installs) and requirements-dev.lock
+# (`optional-dependencies.dev` on top, resolved against the runtime pins so the two never disagree).
+LOCK_VENV := /tmp/memoryhub-lock
+DIRECT = $(PYTHON) -c "import sys, tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
+	print('\\n'.join(p['optional-dependencies'][sys.argv[1]] if sys.argv[1:] else p['dependencies']))"
 lock:
-	rm -rf /tmp/memoryhub-lock && $(PYTHON) -m venv /tmp/memoryhub-lock
-	$(PYTHON) -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
-		print('\\n'.join(p['dependencies'] + p['optional-dependencies']['dev']))" > /tmp/memoryhub-lock/direct.txt
-	/tmp/memoryhub-lock/bin/pip install --quiet --disable-pip-version-check -r /tmp/memoryhub-lock/direct.txt
-	/tmp/memoryhub-lock/bin/pip freeze > requirements.lock
+	rm -rf $(LOCK_VENV) && $(PYTHON) -m venv $(LOCK_VENV)
+	$(DIRECT) > $(LOCK_VENV)/runtime.txt
+	$(DIRECT) dev > $(LOCK_VENV)/dev.txt
+	$(LOCK_VENV)/bin/pip install --quiet --disable-pip-version-check -r $(LOCK_VENV)/runtime.txt
+	$(LOCK_VENV)/bin/pip freeze > $(LOCK_VENV)/runtime.lock
+	{ echo "# What the service runs (the production image installs only this). Written by \`make lock\` from"; \
+		echo "# pyproject.toml's dependencies; the dev tools are in requirements-dev.lock."; \
+		cat $(LOCK_VENV)/runtime.lock; } > requirements.lock
+	$(LOCK_VENV)/bin/pip install --quiet --disable-pip-version-check -r $(LOCK_VENV)/dev.txt -c $(LOCK_VENV)/runtime.lock
+	{ echo "# The dev tools (tests, lint, types, browser, fuzzing) on top of what the service runs; \`make install\`"; \
+		echo "# installs this. Written by \`make lock\` from pyproject.toml's optional-dependencies.dev."; \
+		echo "-r requirements.lock"; \
+		$(LOCK_VENV)/bin/pip freeze | grep -vxF -f $(LOCK_VENV)/runtime.lock; } > requirements-dev.lock
 
 clean:
 	rm -rf $(VENV) staticfiles
