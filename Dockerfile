@@ -1,5 +1,6 @@
 # Production image: the same code, with DATABASE_URL / REDIS_URL pointing at real servers
 # (README "Deploying"). Settings start no server, so collectstatic needs none at build time.
+# Only what the service runs: the dev tools (requirements-dev.lock) stay out of the image.
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 WORKDIR /app

@@ -7,14 +7,15 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export MEMORYHUB_HOME ?= $(CURDIR)/.memoryhub
 
-.PHONY: install run test lint format stop lock browser clean bench mpnet fuzz drills drills-disk load eval-pipeline typescript
+.PHONY: install run test test-fast lint format stop lock browser clean bench mpnet fuzz drills drills-disk load eval-pipeline typescript
 
 install: $(STAMP)
 
-# The Python client (clients/python) installs editable; its one dependency (httpx2) is in the lock.
-$(STAMP): requirements.lock pyproject.toml clients/python/pyproject.toml
+# What the service runs and the dev tools (requirements-dev.lock reads requirements.lock). The Python
+# client (clients/python) installs editable; its one dependency (httpx2) is in the runtime lock.
+$(STAMP): requirements.lock requirements-dev.lock pyproject.toml clients/python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.lock
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e clients/python
 	touch $(STAMP)
 
@@ -54,6 +55,11 @@ format: install
 # Tests get servers of their own under $(MEMORYHUB_HOME)/test: never the demo's data.
 test: install browser typescript lint
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/test MEMORYHUB_STOP_SERVERS=1 $(PY) -m pytest
+
+# While editing: only the tests that need neither Postgres nor Redis (docs/adr/0091-fast-test-lane.md), in a
+# home of their own where no server runs, so a test that reaches one without asking fails here.
+test-fast: install
+	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/test-fast $(PY) -m pytest --without-servers -q
 
 # Deep fuzzing (docs/adr/0017-opaque-user-ids-and-fuzzing.md): Schemathesis with many examples per operation and the isolation
 # fuzzer at 50,000 requests; `make test` runs both at their quick sizes.
@@ -110,13 +116,26 @@ eval-pipeline: install
 stop: install
 	$(PY) -m memoryhub.embedded stop
 
-# Re-pin the whole dependency tree from pyproject.toml's direct pins.
+# Re-pin the whole dependency tree from pyproject.toml's direct pins, in two locks: requirements.lock
+# (`dependencies`: what the service runs, all the production image installs) and requirements-dev.lock
+# (`optional-dependencies.dev` on top, resolved against the runtime pins so the two never disagree).
+LOCK_VENV := /tmp/memoryhub-lock
+DIRECT = $(PYTHON) -c "import sys, tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
+	print('\\n'.join(p['optional-dependencies'][sys.argv[1]] if sys.argv[1:] else p['dependencies']))"
 lock:
-	rm -rf /tmp/memoryhub-lock && $(PYTHON) -m venv /tmp/memoryhub-lock
-	$(PYTHON) -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
-		print('\\n'.join(p['dependencies'] + p['optional-dependencies']['dev']))" > /tmp/memoryhub-lock/direct.txt
-	/tmp/memoryhub-lock/bin/pip install --quiet --disable-pip-version-check -r /tmp/memoryhub-lock/direct.txt
-	/tmp/memoryhub-lock/bin/pip freeze > requirements.lock
+	rm -rf $(LOCK_VENV) && $(PYTHON) -m venv $(LOCK_VENV)
+	$(DIRECT) > $(LOCK_VENV)/runtime.txt
+	$(DIRECT) dev > $(LOCK_VENV)/dev.txt
+	$(LOCK_VENV)/bin/pip install --quiet --disable-pip-version-check -r $(LOCK_VENV)/runtime.txt
+	$(LOCK_VENV)/bin/pip freeze > $(LOCK_VENV)/runtime.lock
+	{ echo "# What the service runs (the production image installs only this). Written by \`make lock\` from"; \
+		echo "# pyproject.toml's dependencies; the dev tools are in requirements-dev.lock."; \
+		cat $(LOCK_VENV)/runtime.lock; } > requirements.lock
+	$(LOCK_VENV)/bin/pip install --quiet --disable-pip-version-check -r $(LOCK_VENV)/dev.txt -c $(LOCK_VENV)/runtime.lock
+	{ echo "# The dev tools (tests, lint, types, browser, fuzzing) on top of what the service runs; \`make install\`"; \
+		echo "# installs this. Written by \`make lock\` from pyproject.toml's optional-dependencies.dev."; \
+		echo "-r requirements.lock"; \
+		$(LOCK_VENV)/bin/pip freeze | grep -vxF -f $(LOCK_VENV)/runtime.lock; } > requirements-dev.lock
 
 clean:
 	rm -rf $(VENV) staticfiles

@@ -25,7 +25,6 @@ from __future__ import annotations
 import atexit
 import functools
 import logging
-import os
 import queue
 import threading
 from collections.abc import Callable
@@ -34,6 +33,8 @@ from dataclasses import dataclass
 
 from django.db import DatabaseError, connection, connections, transaction
 from django.db.models import Model
+
+from memoryhub.per_process import PerProcess
 
 log = logging.getLogger(__name__)
 
@@ -63,19 +64,24 @@ class _Marker:
 
 
 _Item = Callable[[], None] | _Insert
-_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
 class _Writer:
-    """This process's writer: its pid, its queue, and the event a flush sets to end its sleep."""
+    """This process's writer: its queue, and the event a flush sets to end its sleep."""
 
-    pid: int
     work: queue.Queue[_Item]
     wake: threading.Event
 
 
-_writer: _Writer | None = None
+def _start_writer() -> _Writer:
+    writer = _Writer(queue.Queue(QUEUE_LIMIT), threading.Event())
+    threading.Thread(target=_serve, args=(writer,), name="deferred-writes", daemon=True).start()
+    return writer
+
+
+# Started anew after a fork: threads do not survive it.
+_writer = PerProcess(_start_writer)
 
 
 def defer(work: Callable[[], None], *, database: bool = True) -> None:
@@ -117,8 +123,8 @@ def flush(timeout: float = EXIT_WAIT_S, *, close: bool = False) -> bool:
     ``close`` also closes the writer's database connection (it opens a new one when next needed):
     at exit, and between tests, which must not leave a connection to a database they drop.
     """
-    writer = _writer
-    if writer is None or writer.pid != os.getpid():
+    writer = _writer.peek()
+    if writer is None:
         return True
     done = threading.Event()
 
@@ -136,16 +142,8 @@ def flush(timeout: float = EXIT_WAIT_S, *, close: bool = False) -> bool:
 
 
 def _queue() -> queue.Queue[_Item]:
-    """This process's queue and its writer thread (started anew after a fork: threads do not survive it)."""
-    global _writer
-    writer = _writer
-    if writer is not None and writer.pid == os.getpid():
-        return writer.work
-    with _lock:
-        if _writer is None or _writer.pid != os.getpid():
-            _writer = _Writer(os.getpid(), queue.Queue(QUEUE_LIMIT), threading.Event())
-            threading.Thread(target=_serve, args=(_writer,), name="deferred-writes", daemon=True).start()
-        return _writer.work
+    """This process's queue (its writer thread started on first use)."""
+    return _writer.get().work
 
 
 def _serve(writer: _Writer) -> None:

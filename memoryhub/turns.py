@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
-import os
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -51,6 +50,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponseBase
 
 from memoryhub.config import llm_configured
+from memoryhub.per_process import PerProcess
 
 TURN_PATHS = frozenset({"/api/v1/retrieve", "/api/v1/tools/query_memory"})
 
@@ -124,15 +124,12 @@ class Turns:
         self._changed.notify_all()
 
 
-_turns: tuple[int, Turns] | None = None
+_turns = PerProcess(Turns)
 
 
 def process_turns() -> Turns:
     """This process's turns (new after a fork: threads waiting in the parent are not in the child)."""
-    global _turns
-    if _turns is None or _turns[0] != os.getpid():
-        _turns = (os.getpid(), Turns())
-    return _turns[1]
+    return _turns.get()
 
 
 def waiting_elsewhere() -> Any:

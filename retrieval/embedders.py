@@ -27,6 +27,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from memoryhub import inflight
+from memoryhub.per_process import PerProcess
 from memoryhub.turns import waiting_elsewhere
 from retrieval import mpnet
 from retrieval.llm import describe_openai_error, openai_client
@@ -101,7 +102,6 @@ def l2_normalise(vectors: npt.NDArray[Any]) -> Vectors:
 
 @dataclass(frozen=True)
 class _LoadedModel:
-    pid: int
     session: Any  # onnxruntime.InferenceSession (untyped library)
     tokenizer: Any  # tokenizers.Tokenizer
     input_names: frozenset[str]
@@ -148,9 +148,15 @@ class LocalEmbedder:
         self._threads = threads
         self.int8 = type(self).int8 if int8 is None else int8
         # One session per (thread count, int8 products), for this process: see embed().
-        self._loaded: dict[tuple[int, bool], _LoadedModel] = {}
+        self._sessions: PerProcess[dict[tuple[int, bool], _LoadedModel]] = PerProcess(dict)
         self._lock = threading.Lock()
-        self._workers: tuple[int, int, ThreadPoolExecutor] | None = None
+        # This process's worker threads, by their count (one pool at a time).
+        self._workers: PerProcess[dict[int, ThreadPoolExecutor]] = PerProcess(dict)
+
+    @property
+    def _loaded(self) -> dict[tuple[int, bool], _LoadedModel]:
+        """This process's sessions by (thread count, int8 products)."""
+        return self._sessions.get()
 
     @property
     def cache_name(self) -> str:
@@ -190,11 +196,13 @@ class LocalEmbedder:
 
     def _worker_pool(self, workers: int) -> ThreadPoolExecutor:
         """This process's worker threads (made anew after a fork, or when the thread count changed)."""
+        pools = self._workers.get()
         with self._lock:
-            pool = self._workers
-            if pool is None or pool[:2] != (os.getpid(), workers):
-                pool = self._workers = (os.getpid(), workers, ThreadPoolExecutor(workers, thread_name_prefix="embed"))
-            return pool[2]
+            pool = pools.get(workers)
+            if pool is None:
+                pools.clear()
+                pool = pools[workers] = ThreadPoolExecutor(workers, thread_name_prefix="embed")
+            return pool
 
     def _embed_batches(self, texts: Sequence[str], *, threads: int) -> Vectors:
         """float32 products in padded batches, shortest first (less padding)."""
@@ -238,13 +246,14 @@ class LocalEmbedder:
 
     def _model(self, threads: int, int8: bool) -> _LoadedModel:
         key = (threads, int8)
-        loaded = self._loaded.get(key)
-        if loaded is not None and loaded.pid == os.getpid():
+        models = self._loaded
+        loaded = models.get(key)
+        if loaded is not None:
             return loaded
         with self._lock:
-            loaded = self._loaded.get(key)
-            if loaded is None or loaded.pid != os.getpid():
-                loaded = self._loaded[key] = self._load_model(threads, int8)
+            loaded = models.get(key)
+            if loaded is None:
+                loaded = models[key] = self._load_model(threads, int8)
             return loaded
 
     def _load_model(self, threads: int, int8: bool) -> _LoadedModel:
@@ -274,7 +283,7 @@ class LocalEmbedder:
             raise ModelIntegrityError(f"{model_path} has unexpected inputs {sorted(input_names)}")
         outputs = [o.name for o in session.get_outputs()]
         output_name = "last_hidden_state" if "last_hidden_state" in outputs else outputs[0]
-        return _LoadedModel(os.getpid(), session, tokenizer, input_names, output_name)
+        return _LoadedModel(session, tokenizer, input_names, output_name)
 
     def _model_files(self) -> tuple[Path, Path]:
         """The checked (model, tokenizer) paths; ModelIntegrityError when they are not usable."""

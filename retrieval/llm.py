@@ -8,13 +8,13 @@ commands, a web process without an LLM) never call it.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from memoryhub import config
+from memoryhub.per_process import PerProcess
 from memoryhub.turns import waiting_elsewhere
 
 if TYPE_CHECKING:
@@ -35,7 +35,8 @@ _schema_styles: dict[str | None, str] = {}
 # but the SDK refuses to build a client without one.
 _NO_API_KEY = "not-configured"
 
-_clients: dict[tuple[int, str | None, str | None], OpenAI] = {}
+# This process's clients by (base URL, key): a forked child opens its own, never its parent's sockets.
+_clients: PerProcess[dict[tuple[str | None, str | None], OpenAI]] = PerProcess(dict)
 _clients_lock = threading.Lock()
 
 
@@ -64,20 +65,21 @@ def openai_client(*, base_url: str | None, api_key: str | None) -> OpenAI:
     """The process's shared SDK client for one endpoint and key.
 
     Timeouts are passed per request rather than being part of the key: callers pass the time
-    left in their budget, and a client per distinct float would leak connection pools. The
-    process id is part of the key so a forked worker never reuses its parent's sockets.
+    left in their budget, and a client per distinct float would leak connection pools. A forked
+    worker never reuses its parent's clients (``PerProcess``), so never its sockets.
     """
     # Settings hold "" for unset values; the SDK needs None to fall back to its default URL.
     base_url, api_key = base_url or None, api_key or None
-    key = (os.getpid(), base_url, api_key)
+    key = (base_url, api_key)
+    clients = _clients.get()
     with _clients_lock:
-        client = _clients.get(key)
+        client = clients.get(key)
         if client is None:
             from openai import OpenAI
 
             # max_retries=0: Celery is the one retry layer; the SDK must fail fast.
             client = OpenAI(base_url=base_url, api_key=api_key or _NO_API_KEY, max_retries=0)
-            _clients[key] = client
+            clients[key] = client
         return client
 
 

@@ -29,7 +29,6 @@ first); a group larger than that, or any group when it is 0, is read by Postgres
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import threading
 import time
@@ -44,6 +43,7 @@ from django.conf import settings
 from django.db import connection
 
 from memories.fields import vectors_from_binary
+from memoryhub.per_process import PerProcess
 
 log = logging.getLogger(__name__)
 
@@ -278,26 +278,23 @@ class GroupCache:
             return self._held
 
 
-_cache: tuple[int, GroupCache] | None = None
-_loader: tuple[int, Loader] | None = None
+def _new_cache() -> GroupCache:
+    return GroupCache(int(settings.MEMORYHUB_RESIDENT_VECTORS_MB) * 1024 * 1024)
+
+
+_cache = PerProcess(_new_cache)
 # A group too large to hold is not read again for this long, whatever its generation.
 TOO_LARGE_RETRY_S = 60.0
 
 
 def process_cache() -> GroupCache:
     """This process's groups (a new, empty cache after a fork)."""
-    global _cache
-    if _cache is None or _cache[0] != os.getpid():
-        _cache = (os.getpid(), GroupCache(int(settings.MEMORYHUB_RESIDENT_VECTORS_MB) * 1024 * 1024))
-    return _cache[1]
+    return _cache.get()
 
 
 def process_loader() -> Loader:
     """This process's loader of whole groups (a new one after a fork: threads do not survive it)."""
-    global _loader
-    if _loader is None or _loader[0] != os.getpid():
-        _loader = (os.getpid(), Loader())
-    return _loader[1]
+    return _loader.get()
 
 
 def enabled() -> bool:
@@ -412,6 +409,9 @@ class Loader:
             codes.pack()
         except Exception:
             log.exception("packing a group's int8 codes failed; its picks lay them out every time")
+
+
+_loader = PerProcess(Loader)
 
 
 def read(cursor: Any, held: Group | None, *, project: int, model: str, owner: str, budget: int) -> Group:
@@ -582,7 +582,24 @@ def _candidates(
     return columns
 
 
-_products_session: tuple[int, Any] | None = None
+def _new_products_session() -> Any:
+    """The session of ``_int8_products`` (one per process: sessions are not shared with a fork's child)."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("MatMulInteger", ["codes", "queries", _ZERO_POINT, _ZERO_POINT], ["products"])],
+        "int8_products",
+        [
+            helper.make_tensor_value_info("codes", TensorProto.UINT8, [None, None]),
+            helper.make_tensor_value_info("queries", TensorProto.UINT8, [None, None]),
+        ],
+        [helper.make_tensor_value_info("products", TensorProto.INT32, [None, None])],
+        initializer=[_zero_point()],
+    )
+    return _session(graph)
+
+
+_products_session = PerProcess(_new_products_session)
 
 
 def _int8_products(values: np.ndarray, queries: np.ndarray) -> np.ndarray:
@@ -598,22 +615,7 @@ def _int8_products(values: np.ndarray, queries: np.ndarray) -> np.ndarray:
     pick's bound; its uint8 x uint8 kernels widen both to int16 first, so no pair can saturate
     (``test_packed_codes_give_the_products_the_unpacked_ones_give``
     checks exactness on whatever CPU runs it)."""
-    global _products_session
-    if _products_session is None or _products_session[0] != os.getpid():
-        from onnx import TensorProto, helper
-
-        graph = helper.make_graph(
-            [helper.make_node("MatMulInteger", ["codes", "queries", _ZERO_POINT, _ZERO_POINT], ["products"])],
-            "int8_products",
-            [
-                helper.make_tensor_value_info("codes", TensorProto.UINT8, [None, None]),
-                helper.make_tensor_value_info("queries", TensorProto.UINT8, [None, None]),
-            ],
-            [helper.make_tensor_value_info("products", TensorProto.INT32, [None, None])],
-            initializer=[_zero_point()],
-        )
-        _products_session = (os.getpid(), _session(graph))
-    (products,) = _products_session[1].run(None, {"codes": values, "queries": queries})
+    (products,) = _products_session.get().run(None, {"codes": values, "queries": queries})
     return np.asarray(products)
 
 

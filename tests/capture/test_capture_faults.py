@@ -222,7 +222,7 @@ def test_capture_accepted_while_the_broker_is_down_is_processed_once_it_is_back(
     assert list(Memory.objects.values_list("content", flat=True)) == ["The user prefers tabs over spaces in Python."]
 
 
-def test_queueing_embeddings_while_the_broker_is_down_neither_waits_nor_raises(tmp_path, caplog):
+def test_queueing_embeddings_while_the_broker_is_down_neither_waits_nor_raises(tmp_path, caplog, redis):
     from retrieval.queueing import EMBED_CHUNK, MESSAGE_EMBED_CHUNK, queue_embedding, queue_message_embedding
 
     purge_queue()

@@ -9,7 +9,7 @@ from memoryhub.redis import redis_client
 from tests.support.celery_worker import purge_queue
 
 
-def test_drop_nudges_takes_out_only_the_given_jobs_messages():
+def test_drop_nudges_takes_out_only_the_given_jobs_messages(redis):
     purge_queue()
     for job_id in ("job-a", "job-b", "job-c"):
         assert publish(CAPTURE_JOB_TASK, (job_id,), waiting="test")

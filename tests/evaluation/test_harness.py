@@ -9,7 +9,7 @@ from evaluation.harness import Service
 pytestmark = pytest.mark.slow
 
 
-def test_a_service_ready_when_answering_has_a_web_worker_answering():
+def test_a_service_ready_when_answering_has_a_web_worker_answering(servers):
     # What bench_retrieve and bench_mcp wait for: a web worker started and warmed up, whether or
     # not /health is green (no Celery worker here).
     with Service(worker=False, ready="answering") as service:

@@ -32,7 +32,7 @@ def test_help_starts_no_server_and_writes_nothing(tmp_path):
     assert not home.exists()
 
 
-def test_a_database_command_gets_the_embedded_servers_and_exports_their_urls():
+def test_a_database_command_gets_the_embedded_servers_and_exports_their_urls(servers):
     if not (settings.EMBEDDED_POSTGRES and settings.EMBEDDED_REDIS):
         pytest.skip("the suite runs against external servers")
     code = (
@@ -93,7 +93,7 @@ def test_every_setting_the_code_reads_is_declared():
     assert read - set(declared.variables) == set()
 
 
-def test_development_defaults_are_loopback_and_a_kept_random_key():
+def test_development_defaults_are_loopback_and_a_kept_random_key(servers):  # starting them keeps the key
     assert "*" not in settings.ALLOWED_HOSTS
     assert settings.SECRET_KEY not in ("", "insecure-dev-key")
     if not os.environ.get("SECRET_KEY"):  # the suite's own key, kept for every process of the home

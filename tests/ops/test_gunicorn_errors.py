@@ -9,7 +9,8 @@ import pytest
 
 from evaluation.harness import Service
 
-pytestmark = pytest.mark.slow
+# The service under test serves from the suite's Postgres and Redis.
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("servers")]
 
 
 def test_gunicorn_refusals_answer_in_the_error_envelope():

@@ -96,6 +96,7 @@ def _held_soon(workers: list[int], port: int) -> list[int]:
     return held
 
 
+@pytest.mark.usefixtures("servers")  # the service serves from them
 def test_connections_opened_one_after_another_end_on_the_two_workers_evenly():
     # gthread's own workers race for each connection: ten in a row landed 3:7, 5:5 and 8:2. A worker
     # takes one only when the other holds no fewer, and hands back a surplus (when the other was
@@ -111,6 +112,7 @@ def test_connections_opened_one_after_another_end_on_the_two_workers_evenly():
                 conn.close()
 
 
+@pytest.mark.usefixtures("servers")  # the service serves from them
 def test_a_worker_holding_two_connections_more_than_the_other_hands_one_back():
     with Service(worker=False, ready="listening", env={"WEB_CONCURRENCY": "2"}) as service:
         workers = _started_workers(service)
@@ -150,6 +152,7 @@ def _statuses(raw: socket.socket, count: int) -> list[int]:
     return statuses
 
 
+@pytest.mark.usefixtures("servers")  # the service serves from them
 def test_kept_alive_connections_are_answered_back_to_back_idle_pipelined_and_beyond_the_threads():
     # A request thread answers a connection's next request itself when it comes within LINGER_S
     # (memoryhub.gunicorn_worker.BalancedThreadWorker.handle); later ones go through the poller.

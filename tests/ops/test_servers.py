@@ -41,14 +41,14 @@ def _embedded_postgres() -> tuple[Path, Path]:
     return Path(settings.MEMORYHUB_HOME) / "pgdata", Path(settings.MEMORYHUB_HOME) / "run"
 
 
-def test_embedded_postgres_authenticates_by_os_user_behind_a_closed_socket_folder():
+def test_embedded_postgres_authenticates_by_os_user_behind_a_closed_socket_folder(servers):
     pgdata, sockets = _embedded_postgres()
     rules = [line.split() for line in (pgdata / "pg_hba.conf").read_text().splitlines() if line[:1] not in ("#", "")]
     assert rules == [["local", "all", "all", "peer", "map=memoryhub"]]
     assert stat.S_IMODE(sockets.stat().st_mode) == 0o700
 
 
-def test_another_os_user_cannot_reach_the_embedded_postgres():
+def test_another_os_user_cannot_reach_the_embedded_postgres(servers):
     pgdata, sockets = _embedded_postgres()
     if os.geteuid() != 0:
         pytest.skip("acting as another user needs root")

@@ -5,7 +5,6 @@ ones its statements see, whatever wrote them (the generations Postgres keeps, mi
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Any
 
 import numpy as np
@@ -14,6 +13,7 @@ from django.db import connection
 
 from evaluation.synthetic import varied_memories
 from memories.models import Embedding, Memory, VectorGroup
+from memoryhub.per_process import PerProcess
 from retrieval import resident_vectors
 from retrieval.embedders import embedder_for_model
 from retrieval.memory_vectors import active_model
@@ -195,7 +195,9 @@ def test_a_group_too_large_to_hold_is_read_by_postgres(api, settings, monkeypatc
     _, resident = search(api.project, "alice", "Who plays the violin?")
     assert resident
     # A budget below one group's vectors (40 x 1.5 kB): the process keeps nothing of it.
-    monkeypatch.setattr(resident_vectors, "_cache", (os.getpid(), resident_vectors.GroupCache(budget_bytes=40_000)))
+    monkeypatch.setattr(
+        resident_vectors, "_cache", PerProcess(lambda: resident_vectors.GroupCache(budget_bytes=40_000))
+    )
     read, resident = search(api.project, "alice", "Who plays the violin?")
     assert not resident and read
     assert resident_vectors.process_cache().held_bytes() == 0
@@ -206,7 +208,7 @@ def test_a_group_the_word_statistics_count_too_large_is_never_read(api, settings
 
     stored(api.project, "alice", varied_memories(10, seed=28))
     settings.MEMORYHUB_RESIDENT_VECTORS_MB = 1  # 1 MB: ~680 vectors of 384 dimensions
-    monkeypatch.setattr(resident_vectors, "_cache", None)  # a new cache with this budget
+    monkeypatch.setattr(resident_vectors, "_cache", PerProcess(resident_vectors._new_cache))  # a cache of this budget
     KeywordStats.objects.create(project=api.project, owner="alice", rows=700)
     with statements_containing("vector_send") as sent:
         found, resident = search(api.project, "alice", "Who plays the violin?")

@@ -6,11 +6,15 @@ import threading
 import uuid
 
 import numpy as np
+import pytest
 
 from memoryhub import deferred
 from memoryhub.redis import redis_client
 from retrieval.embedders import INT8_ROUTE, LOCAL_MODEL_NAME, LocalEmbedder
 from retrieval.vector_cache import cache_key, cache_names, embed_texts, forget_cached, project_cache_name
+
+# The cache is in Redis.
+pytestmark = pytest.mark.usefixtures("redis")
 
 
 def test_each_route_of_the_local_model_caches_its_own_vectors() -> None:
