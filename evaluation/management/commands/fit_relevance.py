@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 from django.core.management.base import BaseCommand, CommandParser
-from retrieval.management.commands.eval_retrieval import eval_project, load_dataset
 
 from evaluation.datasets import Case, CorpusItem, Dataset
+from evaluation.management.commands.eval_retrieval import eval_project, load_dataset
 from evaluation.relevance_fit import CaseCandidates, SetCases, evaluate, fit, transfer_table
 from retrieval.engine import RetrieveRequest, Trace, retrieve
 from retrieval.relevance import FITTED
