@@ -44,8 +44,6 @@ log = logging.getLogger(__name__)
 GRAPH_DECAY = 0.85  # a neighbour scores below the memory that led to it
 CONTEXT_MESSAGES = 3
 SEARCH_MIN_MS = 200
-# An episode whose memory was superseded keeps this share of its score: still findable, below the news.
-OUTDATED_EPISODE_FACTOR = 0.5
 # How much of what an episode replies to the injection shows with it.
 EPISODE_CONTEXT_CHARS = 160
 
@@ -314,7 +312,7 @@ def _run(
     ranked = [(memories[mid], s) for mid, s in top if mid in memories]
     ranked = expand_graph(project, request, ranked, trace=trace)[: request.limit]
     kept = [by_key[i] for i, _ in top if i in by_key]
-    ranked, kept = without_sources(ranked, kept)
+    ranked, kept = episodes.without_sources(ranked, kept)
     chains = older_versions(project=project, memories=[m for m, _ in ranked], user_id=request.user_id)
     return build_result(ranked, chains, request=request, project=project, trace=trace, said=kept)
 
@@ -350,38 +348,18 @@ def find_episodes(
         connection.close_if_unusable_or_obsolete()
         trace.degraded.append("episodes_unavailable")
         return []
-    candidates = [e.candidate for e in found if e.candidate is not None]
     if vectors is None or trace.background is None:
-        values = [
-            calibration.relevance(**keyword_only_inputs(c), params=calibration.DEFAULT_PARAMS) for c in candidates
-        ]
+        # Full text only: the keyword model scores them, as it scores memories then.
+        for episode in found:
+            assert episode.candidate is not None
+            episode.score = calibration.relevance(
+                **keyword_only_inputs(episode.candidate), params=calibration.DEFAULT_PARAMS
+            )
     else:
-        values = [e.score for e in relevance.evidences(candidates, stats=trace.background, query_vectors=query_vectors)]
-    for episode, value in zip(found, values, strict=True):
-        episode.score = value * OUTDATED_EPISODE_FACTOR if episode.outdated else value
+        episodes.score(found, stats=trace.background, query_vectors=query_vectors)
     trace.episodes = found
     trace.timed("episodes", started)
     return found
-
-
-def without_sources(
-    ranked: list[tuple[Memory, float]], said: list[episodes.Episode]
-) -> tuple[list[tuple[Memory, float]], list[episodes.Episode]]:
-    """A memory and the message it came from are not both returned: the memory stays, at the
-    better of the two scores, and the message goes."""
-    sources: dict[str, int] = {}
-    for index, (memory, _) in enumerate(ranked):
-        for reference in (memory.source or {}).get("messages") or []:
-            if isinstance(reference, dict) and reference.get("id"):
-                sources.setdefault(str(reference["id"]), index)
-    if not sources:
-        return ranked, said
-    ranked = list(ranked)
-    for episode in said:
-        if episode.id in sources:
-            index = sources[episode.id]
-            ranked[index] = (ranked[index][0], max(ranked[index][1], episode.score))
-    return ranked, [e for e in said if e.id not in sources]
 
 
 def conversation_text(request: RetrieveRequest) -> tuple[str, str, str]:

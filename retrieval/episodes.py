@@ -25,13 +25,16 @@ from django.db import connection
 
 from conversations.dates import annotate
 from memories.fields import vector_literal
-from memories.models import Message, Project
+from memories.models import Memory, Message, Project
+from retrieval import relevance
 from retrieval.search import Candidate
 
 # How many episodes each half (meaning, words) proposes before scoring.
 EPISODE_DEPTH = 30
 # An episode's id in the shared ranking, so it cannot collide with a memory's.
 PREFIX = "episode:"
+# An episode whose memory was superseded keeps this share of its score: still findable, below the news.
+OUTDATED_FACTOR = 0.5
 
 
 @dataclass
@@ -58,7 +61,7 @@ class Episode:
         return PREFIX + self.id
 
 
-def _statement(vector_count: int, query_vectors: int) -> str:
+def _statement(vector_count: int) -> str:
     distances = ", ".join(
         f"CASE WHEN mine.embedding_model = %(model)s THEN mine.embedding <=> %(v{i})s::vector END"
         for i in range(vector_count)
@@ -114,13 +117,12 @@ def find(
 ) -> list[Episode]:
     """The user's episodes that match ``query`` by words or by any of ``vectors`` (the first
     ``query_vectors`` rows are the query's, the rest HyDE's), each with a ``Candidate`` for scoring."""
-    count = 0 if vectors is None else len(vectors)
+    rows_of = [] if vectors is None else list(vectors)
+    count = len(rows_of)
     params: dict[str, Any] = {"project": project.pk, "user": user_id, "query": query, "model": model, "depth": depth}
-    for index in range(count):
-        assert vectors is not None
-        params[f"v{index}"] = vector_literal(vectors[index])
+    params.update({f"v{index}": vector_literal(row) for index, row in enumerate(rows_of)})
     with connection.cursor() as cursor:
-        cursor.execute(_statement(count, query_vectors), params)
+        cursor.execute(_statement(count), params)
         rows = cursor.fetchall()
     found: dict[str, Candidate] = {}
     # Messages whose memory a later one superseded: what they said has changed since.
@@ -195,3 +197,32 @@ def load(*, project: Project, user_id: str, ids: Sequence[str]) -> list[Episode]
         for m in rows
     }
     return [by_id[i] for i in ids if i in by_id]
+
+
+def score(found: Sequence[Episode], *, stats: relevance.Background, query_vectors: int) -> None:
+    """Each episode's relevance by the memories' model (an outdated one at ``OUTDATED_FACTOR``)."""
+    candidates = [e.candidate for e in found if e.candidate is not None]
+    for episode, evidence in zip(
+        found, relevance.evidences(candidates, stats=stats, query_vectors=query_vectors), strict=True
+    ):
+        episode.score = evidence.score * OUTDATED_FACTOR if episode.outdated else evidence.score
+
+
+def without_sources(
+    ranked: list[tuple[Memory, float]], said: list[Episode]
+) -> tuple[list[tuple[Memory, float]], list[Episode]]:
+    """A memory and the message it came from are not both returned: the memory stays, at the
+    better of the two scores, and the message goes."""
+    sources: dict[str, int] = {}
+    for index, (memory, _) in enumerate(ranked):
+        for reference in (memory.source or {}).get("messages") or []:
+            if isinstance(reference, dict) and reference.get("id"):
+                sources.setdefault(str(reference["id"]), index)
+    if not sources:
+        return ranked, said
+    ranked = list(ranked)
+    for episode in said:
+        if episode.id in sources:
+            index = sources[episode.id]
+            ranked[index] = (ranked[index][0], max(ranked[index][1], episode.score))
+    return ranked, [e for e in said if e.id not in sources]
