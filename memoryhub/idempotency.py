@@ -4,7 +4,7 @@ An operation decorated with ``@idempotent`` claims the key in Redis before it ru
 per project, the key hashed): the first request with a key runs and ``IdempotencyMiddleware``
 stores its 2xx answer (status, body, content type) for 24 h; a later request with the same key
 and the same body gets that answer back without running; the same key with another body is a
-409 ``idempotency_conflict``. A request that arrives while the first is still running waits for
+422 ``idempotency_conflict``. A request that arrives while the first is still running waits for
 its answer (a few seconds), so parallel retries of one write still write once.
 
 A non-2xx answer is not kept: nothing was written, and the client may retry with the same key.
@@ -83,7 +83,8 @@ def claim(request: HttpRequest, key: str) -> HttpResponse | None:
                 continue  # released between the two calls: claim it again
             stored = json.loads(raw)
             if stored["fingerprint"] != fingerprint:
-                raise Conflict(
+                # A different request under a used key is the client's mistake, not a clash with stored data.
+                raise Invalid(
                     f"this {HEADER} was used with a different request; use a new key for a new write",
                     code="idempotency_conflict",
                 )

@@ -42,7 +42,7 @@ def test_without_a_key_two_posts_write_two_memories(api):
 def test_the_same_key_with_another_body_is_a_conflict(api):
     post(api, "/memories", BODY, "k")
     other = post(api, "/memories", {**BODY, "content": "Alice deploys on Mondays."}, "k")
-    assert other.status_code == 409
+    assert other.status_code == 422
     assert other.json()["error"]["code"] == "idempotency_conflict"
     assert list(Memory.objects.values_list("content", flat=True)) == [BODY["content"]]
 
@@ -50,7 +50,7 @@ def test_the_same_key_with_another_body_is_a_conflict(api):
 def test_the_same_key_on_another_endpoint_is_a_conflict(api):
     post(api, "/memories", BODY, "k")
     bulk = post(api, "/memories/bulk", {"memories": [BODY]}, "k")
-    assert bulk.status_code == 409 and bulk.json()["error"]["code"] == "idempotency_conflict"
+    assert bulk.status_code == 422 and bulk.json()["error"]["code"] == "idempotency_conflict"
 
 
 def test_keys_belong_to_one_project(api, other_api):

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from memoryhub import run
-from tests.support.celery_worker import worker_env
+from tests.support.celery_worker import stop, worker_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,12 +29,7 @@ def started_output(args: list[str], *, timeout: float = 90.0) -> str:
             if " ready." in line or time.monotonic() > deadline:
                 break
     finally:
-        process.terminate()
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
+        stop(process)
     return "".join(lines)
 
 

@@ -104,7 +104,12 @@ def browser() -> Iterator[Any]:
 @pytest.fixture
 def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
     """A fresh laptop-sized page; a failed test leaves its screenshot in test-artifacts/."""
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    yield from open_page(browser, request, width=1280, height=800)
+
+
+def open_page(browser: Any, request: pytest.FixtureRequest, *, width: int, height: int) -> Iterator[Any]:
+    """A fresh page of that size, closed after its test; a failed test leaves its screenshot."""
+    context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
     page.set_default_timeout(10_000)
     yield page

@@ -11,7 +11,7 @@ import pytest
 from capture.models import CaptureJob
 from memories import services
 from memories.models import Status
-from tests.ui.conftest import ARTIFACTS
+from tests.ui.conftest import open_page
 from tests.ui.test_browser import sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -23,15 +23,7 @@ WIDTHS = {"laptop": 1400, "phone": 390}
 def sized_page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
     """A page 1,400 or 390 px wide; a failed test leaves its screenshot in test-artifacts/."""
     width = WIDTHS[request.param]
-    context = browser.new_context(viewport={"width": width, "height": 900 if width > 800 else 844})
-    page = context.new_page()
-    page.set_default_timeout(10_000)
-    yield page
-    report = getattr(request.node, "rep_call", None)
-    if report is not None and report.failed:
-        ARTIFACTS.mkdir(exist_ok=True)
-        page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
-    context.close()
+    yield from open_page(browser, request, width=width, height=900 if width > 800 else 844)
 
 
 def test_the_capture_job_page_shows_no_conversation_in_the_notice_banner(sized_page, live_server, person, project):

@@ -45,12 +45,13 @@ test("a validation error carries the envelope's code and details", async () => {
   });
 });
 
-test("the same idempotency key writes once; another body under it is a 409", async () => {
+test("the same idempotency key writes once; another body under it is a 422", async () => {
   const body = { user_id: "bob", content: "Bob reviews pull requests at nine." };
   const first = await hub.createMemory(body, { idempotencyKey: "ts-key-1" });
   const again = await hub.createMemory(body, { idempotencyKey: "ts-key-1" });
   assert.equal(again.id, first.id);
   await assert.rejects(hub.createMemory({ ...body, content: "Bob reviews at ten." }, { idempotencyKey: "ts-key-1" }), {
+    status: 422,
     code: "idempotency_conflict",
   });
   assert.equal((await hub.listMemories({ user_id: "bob" })).items.length, 1);

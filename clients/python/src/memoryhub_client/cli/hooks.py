@@ -5,7 +5,7 @@ session or a turn answer with relevant memories as ``additionalContext`` (``POST
 ``injection``, within a token budget); events that end a turn or compact the context send what
 is new in the conversation to ``POST /capture``. A hook never stands in the agent's way: any
 failure (server down, bad payload, a bug) is written to the log file and the hook exits 0 with
-no context, after at most ``MEMORYHUB_HOOK_TIMEOUT`` seconds (default 1.5, at most 2).
+no context, after at most ``MEMORYHUB_HOOK_TIMEOUT`` seconds (default 1, at most 2).
 
 Claude Code's transcript is JSON lines that only grow; a state file per session remembers the
 last line sent, and the range in flight, so a turn is never sent twice: a range whose answer was
@@ -95,7 +95,7 @@ def _run_within_limit(agent: str, event: str, raw: str, env: Mapping[str, str]) 
 
 def _timeout(env: Mapping[str, str]) -> float:
     try:
-        wanted = float(env.get("MEMORYHUB_HOOK_TIMEOUT", "1.5"))
+        wanted = float(env.get("MEMORYHUB_HOOK_TIMEOUT", "1"))
     except ValueError:
         wanted = 1.5
     return min(max(wanted, 0.1), MAX_TIMEOUT_S)
