@@ -25,7 +25,7 @@ from evaluation.pipeline import (
 pytestmark = pytest.mark.slow
 
 
-def test_two_people_through_the_real_pipeline(tmp_path: Path) -> None:
+def test_two_people_through_the_real_pipeline(servers: None, tmp_path: Path) -> None:
     out = tmp_path / "report.json"
     # A subprocess, as an operator runs it: the service it starts must reach the same servers
     # (the suite exported their URLs), and the command's project is its own.
