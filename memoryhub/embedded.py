@@ -360,7 +360,28 @@ def start_redis(home: Path) -> str:
                 check=True,
             )
             _wait_for(socket)
+            _wait_until_loaded(socket)
     return redis_url(home)
+
+
+def _wait_until_loaded(socket: Path, timeout: float = 120.0) -> None:
+    """Until Redis answers: it listens while it still replays its append-only file, and answers
+    LOADING meanwhile (a home used for long has a large one)."""
+    import redis
+
+    client = redis.Redis(unix_socket_path=str(socket))
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            try:
+                client.ping()
+                return
+            except (redis.BusyLoadingError, redis.ConnectionError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+    finally:
+        client.close()
 
 
 def _wait_for(path: Path, timeout: float = 10.0) -> None:
