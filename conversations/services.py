@@ -35,8 +35,6 @@ after_messages_stored: list[Callable[[Sequence[Message]], None]] = []
 
 # How much of the message before it a message keeps as its context (``Message.context``).
 CONTEXT_CHARS = 300
-# How far back a captured window's messages are looked for among the session's stored ones.
-SESSION_LOOKBACK = 500
 # pg_advisory_xact_lock's namespace for "one conversation per session" (capture uses 4601).
 SESSION_LOCK_NAMESPACE = 4602
 
@@ -151,11 +149,12 @@ def session_messages_store(
     the messages it does not hold yet are appended; returns each draft's message id.
 
     Agents send overlapping windows turn after turn, so a message already among the
-    conversation's recent ones (same role and text) is the same message, not a new one.
+    conversation's last ``len(drafts)`` (same role and text) is the same message, not a new one.
     Without a session id, every capture is a conversation of its own.
     """
     conversation = _session_conversation(project=project, user_id=user_id, session_id=session_id)
-    recent = Message.objects.filter(conversation=conversation).order_by("-seq")[:SESSION_LOOKBACK]
+    # A window overlaps the one before it at its start: only the newest messages can repeat.
+    recent = Message.objects.filter(conversation=conversation).order_by("-seq")[: len(drafts)]
     known = {(m.role, m.content): str(m.pk) for m in reversed(list(recent.only("pk", "role", "content")))}
     new = []
     for draft in drafts:

@@ -43,15 +43,9 @@ def erase_user(*, project: Project, user_id: str) -> dict[str, int]:
         memories = Memory.objects.filter(project=project, user_id=user_id)
         memory_ids = list(memories.values_list("pk", flat=True))
         conversations = Conversation.objects.filter(project=project, user_id=user_id)
-        texts = [
-            *memories.values_list("content", flat=True),
-            *Message.objects.filter(conversation__in=conversations).values_list("content", flat=True),
-            # Message vectors are cached under the text they were embedded from (with its context).
-            *(
-                searched_text(m)
-                for m in Message.objects.filter(conversation__in=conversations).only("content", "context")
-            ),
-        ]
+        said = list(Message.objects.filter(conversation__in=conversations).only("content", "context"))
+        # A message's vector is cached under the text it was embedded from (with its context).
+        texts = [*memories.values_list("content", flat=True), *(m.content for m in said), *map(searched_text, said)]
         models = {*Embedding.objects.filter(memory_id__in=memory_ids).values_list("model", flat=True)}
         models |= {*Message.objects.filter(conversation__in=conversations).values_list("embedding_model", flat=True)}
         models.discard("")

@@ -29,9 +29,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import astuple, dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from retrieval.search import Candidate
 
 #: The cut-off for the hand-set model, which scores only full-text hits when the embedder is
 #: down: with no vector evidence a memory needs a solid keyword match (about half the query's
@@ -114,6 +118,17 @@ def features(
     fused_feature = min(_non_negative(fused), _FUSED_CAP) * params.fused_scale
     both = float(in_vector and in_keyword)
     return (cos, float(in_keyword), keyword_rank, both, float(in_vector), fused_feature)
+
+
+def keyword_only(candidate: Candidate) -> float:
+    """The relevance of a full-text hit when there is no query vector (the embedder is down)."""
+    return relevance(
+        cosine=None,
+        keyword_rank_score=candidate.keyword_coverage,
+        in_vector=False,
+        in_keyword=candidate.keyword_rank is not None,
+        fused=candidate.rrf,
+    )
 
 
 def relevance(

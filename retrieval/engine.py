@@ -96,8 +96,6 @@ class Trace:
     query: str = ""
     # The relevance model's background for this query's vectors (None: the embedder was down).
     background: relevance.Background | None = None
-    # The episodes found (messages searched beside memories), each with its score.
-    episodes: list[episodes.Episode] = field(default_factory=list)
 
     def timed(self, stage: str, started: float) -> None:
         self.timings[stage] = round((time.perf_counter() - started) * 1000, 2)
@@ -348,16 +346,8 @@ def find_episodes(
         connection.close_if_unusable_or_obsolete()
         trace.degraded.append("episodes_unavailable")
         return []
-    if vectors is None or trace.background is None:
-        # Full text only: the keyword model scores them, as it scores memories then.
-        for episode in found:
-            assert episode.candidate is not None
-            episode.score = calibration.relevance(
-                **keyword_only_inputs(episode.candidate), params=calibration.DEFAULT_PARAMS
-            )
-    else:
-        episodes.score(found, stats=trace.background, query_vectors=query_vectors)
-    trace.episodes = found
+    # Without query vectors the background is None: the keyword model scores them, as it does memories.
+    episodes.score(found, stats=trace.background if vectors is not None else None, query_vectors=query_vectors)
     trace.timed("episodes", started)
     return found
 
@@ -517,9 +507,7 @@ def score(
         threshold = request.min_score if explicit else calibration.DEFAULT_MIN_SCORE
         margin = 0.0
         for candidate in candidates:
-            trace.scores[candidate.memory_id] = calibration.relevance(
-                **keyword_only_inputs(candidate), params=calibration.DEFAULT_PARAMS
-            )
+            trace.scores[candidate.memory_id] = calibration.keyword_only(candidate)
     else:
         threshold = request.min_score if explicit else default_min_score(project_min_score)
         margin = 0.0 if explicit else default_margin()
@@ -538,17 +526,6 @@ def score(
     trace.threshold, trace.margin = float(threshold or 0.0), margin
     trace.cut = max([trace.threshold, *(margin * value for value in trace.scores.values())])
     return relevance.select(list(trace.scores.items()), min_score=trace.threshold, margin=margin)
-
-
-def keyword_only_inputs(candidate: Candidate) -> dict[str, Any]:
-    """The hand-set model's inputs when there is no query vector (full-text hits only)."""
-    return {
-        "cosine": None,
-        "keyword_rank_score": candidate.keyword_coverage,
-        "in_vector": False,
-        "in_keyword": candidate.keyword_rank is not None,
-        "fused": candidate.rrf,
-    }
 
 
 def _wants_judge(request: RetrieveRequest) -> bool:

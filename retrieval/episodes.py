@@ -26,7 +26,7 @@ from django.db import connection
 from conversations.dates import annotate
 from memories.fields import vector_literal
 from memories.models import Memory, Message, Project
-from retrieval import relevance
+from retrieval import calibration, relevance
 from retrieval.search import Candidate
 
 # How many episodes each half (meaning, words) proposes before scoring.
@@ -99,8 +99,10 @@ SELECT mine.id::text, keyword.coverage, mine.id IN (SELECT id FROM nearest),
        ARRAY[{distances or "NULL::float8"}]::float8[],
        EXISTS (SELECT 1 FROM memories_memory old
                WHERE old.project_id = %(project)s AND old.user_id = %(user)s AND old.status = 'superseded'
-                 AND old.source -> 'messages' @> jsonb_build_array(jsonb_build_object('id', mine.id::text)))
+                 AND old.source -> 'messages' @> jsonb_build_array(jsonb_build_object('id', mine.id::text))),
+       c.id::text, c.session_id, m.role, m.content, m.context, coalesce(m.said_at, m.created_at), m.correlation_id
 FROM mine LEFT JOIN keyword ON keyword.id = mine.id
+JOIN memories_message m ON m.id = mine.id JOIN memories_conversation c ON c.id = m.conversation_id
 WHERE mine.id IN (SELECT id FROM keyword) OR mine.id IN (SELECT id FROM nearest)
 """
 
@@ -124,18 +126,17 @@ def find(
     with connection.cursor() as cursor:
         cursor.execute(_statement(count), params)
         rows = cursor.fetchall()
-    found: dict[str, Candidate] = {}
-    # Messages whose memory a later one superseded: what they said has changed since.
-    stale: set[str] = set()
-    for message_id, coverage, near, distances, outdated in rows:
-        if outdated:
-            stale.add(message_id)
+    found = []
+    for message_id, coverage, near, distances, outdated, *message in rows:
         cosines = [None if d is None else 1.0 - float(d) for d in (distances or [])]
         asked = [c for c in cosines[:query_vectors] if c is not None]
         hyde = [c for c in cosines[query_vectors:] if c is not None]
         matched_by = [name for name, hit in (("keyword", coverage is not None), ("vector", near)) if hit]
-        found[message_id] = Candidate(
-            memory_id=PREFIX + message_id,
+        episode = _episode(message_id, *message)
+        # A message whose memory a later one superseded: what it said has changed since.
+        episode.outdated, episode.matched_by = outdated, tuple(matched_by)
+        episode.candidate = Candidate(
+            memory_id=episode.key,
             rrf=0.0,
             cosine=max(asked) if asked else None,
             hyde_cosine=max(hyde) if hyde else None,
@@ -143,19 +144,25 @@ def find(
             keyword_rank=None if coverage is None else 0,
             matched_by=matched_by,
         )
-    episodes = [
-        _with_candidate(episode, found[episode.id])
-        for episode in load(project=project, user_id=user_id, ids=list(found))
-    ]
-    for episode in episodes:
-        episode.outdated = episode.id in stale
-    return episodes
+        found.append(episode)
+    return found
 
 
-def _with_candidate(episode: Episode, candidate: Candidate) -> Episode:
-    episode.candidate = candidate
-    episode.matched_by = tuple(candidate.matched_by)
-    return episode
+def _episode(
+    message_id: str, conversation_id: str, session_id: str, role: str, content: str, context: str,
+    said_at: datetime, correlation_id: str,
+) -> Episode:  # fmt: skip
+    return Episode(
+        id=message_id,
+        conversation_id=conversation_id,
+        session_id=session_id,
+        role=role,
+        # Relative dates as said, each with the day it meant ("on saturday (2026-03-07)").
+        content=annotate(content, said_at.date()),
+        said_at=said_at,
+        correlation_id=correlation_id,
+        context=context,
+    )
 
 
 def load(*, project: Project, user_id: str, ids: Sequence[str]) -> list[Episode]:
@@ -183,29 +190,25 @@ def load(*, project: Project, user_id: str, ids: Sequence[str]) -> list[Episode]
         )
     )
     by_id = {
-        str(m.pk): Episode(
-            id=str(m.pk),
-            conversation_id=str(m.conversation.pk),
-            session_id=m.conversation.session_id,
-            role=m.role,
-            # Relative dates as said, each with the day it meant ("on saturday (2026-03-07)").
-            content=annotate(m.content, (m.said_at or m.created_at).date()),
-            said_at=m.said_at or m.created_at,
-            correlation_id=m.correlation_id,
-            context=m.context,
+        str(m.pk): _episode(
+            str(m.pk), str(m.conversation.pk), m.conversation.session_id, m.role, m.content, m.context,
+            m.said_at or m.created_at, m.correlation_id,
         )
         for m in rows
-    }
+    }  # fmt: skip
     return [by_id[i] for i in ids if i in by_id]
 
 
-def score(found: Sequence[Episode], *, stats: relevance.Background, query_vectors: int) -> None:
-    """Each episode's relevance by the memories' model (an outdated one at ``OUTDATED_FACTOR``)."""
+def score(found: Sequence[Episode], *, stats: relevance.Background | None, query_vectors: int) -> None:
+    """Each episode's relevance by the model that scores memories the same way (an outdated one at
+    ``OUTDATED_FACTOR``): the fitted model, or without query vectors (``stats`` None) the keyword one."""
     candidates = [e.candidate for e in found if e.candidate is not None]
-    for episode, evidence in zip(
-        found, relevance.evidences(candidates, stats=stats, query_vectors=query_vectors), strict=True
-    ):
-        episode.score = evidence.score * OUTDATED_FACTOR if episode.outdated else evidence.score
+    if stats is None:
+        values = [calibration.keyword_only(c) for c in candidates]
+    else:
+        values = [e.score for e in relevance.evidences(candidates, stats=stats, query_vectors=query_vectors)]
+    for episode, value in zip(found, values, strict=True):
+        episode.score = value * OUTDATED_FACTOR if episode.outdated else value
 
 
 def without_sources(

@@ -195,3 +195,38 @@ def test_episodes_travel_with_an_export_and_are_found_after_import(api, other_ap
 
     embed_messages(message_ids=[str(copy.pk)])  # the worker's embedding task
     assert "baguette" in ask(other_api, "what did pixel steal?")["episodes"][0]["content"]
+
+
+def test_with_the_embedder_down_episodes_are_found_by_their_words(api, settings, fake_openai):
+    from memories.models import Project
+    from retrieval import embedders
+    from tests.support.openai_server import Fault
+
+    capture(api, [{"role": "user", "content": "lol pixel stole a whole baguette off the counter again"}])
+    settings.MEMORYHUB_LLM_BASE_URL, settings.OPENAI_API_KEY = fake_openai.base_url, "k"
+    Project.objects.filter(pk=api.project.pk).update(active_embedding_model="fake-embed")
+    embedders.reset_embedder_cache()
+    fake_openai.script_embeddings(Fault(status=503))
+    try:
+        body = ask(api, "did pixel steal the baguette")
+    finally:
+        embedders.reset_embedder_cache()
+    assert body["degraded"] == ["embedder_unavailable"]
+    assert [(e["matched_by"], "baguette" in e["content"]) for e in body["episodes"]] == [(["keyword"], True)]
+
+
+def test_a_message_whose_memory_was_superseded_ranks_at_half_its_score(api):
+    capture(api, [{"role": "user", "content": "My sister Nina is a nurse in Leeds.", "correlation_id": "old"}])
+    memory = Memory.objects.get(user_id="alice")
+    said = str(Message.objects.get(correlation_id="old").pk)
+    # While the memory stands, it stands for its message.
+    assert said not in [e["id"] for e in ask(api, "nina nurse leeds", min_score=0)["episodes"]]
+    replaced = api.post(f"/memories/{memory.pk}/supersede", {"user_id": "alice", "content": "Nina moved to York."})
+    assert replaced.status_code == 201
+
+    def score() -> float:
+        return {e["id"]: e["score"] for e in ask(api, "nina nurse leeds", min_score=0)["episodes"]}[said]
+
+    outdated = score()
+    Memory.objects.filter(pk=memory.pk).update(source={})  # the superseded memory no longer names it
+    assert outdated == pytest.approx(score() / 2, abs=1e-4)
