@@ -18,14 +18,13 @@ import redis
 from django.db import transaction
 
 from capture.models import CaptureJob
+from conversations.models import Conversation, Message
 from conversations.session import session_key
 from memories.models import (
-    Conversation,
     Embedding,
     Memory,
     MemoryEdge,
     MemoryRevision,
-    Message,
     Project,
     ScratchpadEntry,
 )

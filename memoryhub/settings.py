@@ -148,6 +148,7 @@ INSTALLED_APPS = [
     "ninja",
     "memoryhub",
     "memories",
+    "conversations",
     "retrieval",
     "capture",
     "evaluation",

@@ -25,8 +25,9 @@ import numpy as np
 from django.db import connection
 
 from conversations.dates import annotate
+from conversations.models import Message
 from memories.fields import vector_literal
-from memories.models import Memory, Message, Project
+from memories.models import Memory, Project
 from retrieval import calibration, relevance
 from retrieval.search import Candidate
 

@@ -13,7 +13,8 @@ import pytest
 
 from capture.models import CaptureJob
 from capture.pipeline import run_job
-from memories.models import Memory, Message
+from conversations.models import Message
+from memories.models import Memory
 from retrieval import episodes
 from retrieval.memory_vectors import embed_memories
 
