@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TypedDict
 
+import httpx2
 import pytest
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -36,6 +37,21 @@ def test_put_then_get_returns_the_value_and_a_second_put_supersedes_it(store, hu
     assert memory.version == 2 and memory.content == '{"strength": 3, "text": "Alice switched to black coffee."}'
     older = hub.memory_history(memory_id=memory.id, user_id="alice").chain[0]
     assert older.status == "superseded" and older.metadata["langgraph"]["value"]["strength"] == 2
+
+
+def test_each_write_carries_an_idempotency_key_so_a_retry_never_writes_twice(server, key):
+    sent: list[tuple[str, str, str | None]] = []
+
+    def record(request: httpx2.Request) -> None:
+        sent.append((request.method, request.url.path, request.headers.get("Idempotency-Key")))
+
+    with httpx2.Client(timeout=30, event_hooks={"request": [record]}) as http:
+        store = MemoryHubStore(MemoryHub(base_url=server, api_key=key, http=http))
+        store.put(("alice", "prefs"), "k", {"text": "Alice takes the train."})
+        store.put(("alice", "prefs"), "k", {"text": "Alice cycles to work."})
+    writes = [(path, idem) for method, path, idem in sent if method == "POST"]
+    assert [path.rsplit("/", 1)[-1] for path, _ in writes] == ["memories", "supersede"]
+    assert all(writes[0][1] and writes[1][1]) and writes[0][1] != writes[1][1]
 
 
 def test_delete_and_a_none_value_forget_the_key(store, hub):
