@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
 
+from django.apps import apps
 from django.db import close_old_connections, connection
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
@@ -35,7 +36,15 @@ from integrations.mcp.schemas import (
 from memories import scratchpad, selectors, services
 from memories.api import memory_create_from, memory_page, memory_supersede_from
 from memories.models import Project
-from memories.schemas import MemoryIn, MemoryOut, MemoryPageOut, ScratchpadOut, memory_out
+from memories.schemas import (
+    MemoryIn,
+    MemoryOut,
+    MemoryPageOut,
+    MemoryWriteOut,
+    ScratchpadOut,
+    memory_out,
+    memory_write_out,
+)
 from memoryhub import row_security
 from memoryhub.errors import Invalid, NotFound, envelope_for, validation_envelope
 from retrieval.api import retrieve_request, retrieve_within_limit
@@ -86,9 +95,15 @@ def _query_memory(p: Principal, body: RetrieveIn) -> dict[str, Any]:
     return retrieve_out(result)
 
 
+def _written(principal: Principal, user_id: str, memory_id: Any, *, created: bool) -> dict[str, Any]:
+    """A write's answer as the API gives it (``MemoryWriteOut``)."""
+    stored = selectors.memory_get_visible(project=principal.project, user_id=user_id, memory_id=memory_id)
+    return memory_write_out(stored, created=created, profiles=apps.is_installed("profiles"))
+
+
 def _add_memory(p: Principal, body: MemoryIn) -> dict[str, Any]:
-    memory = memory_create_from(project=p.project, body=body, actor=p.actor)
-    return _fresh(p, body.user_id, memory.pk)
+    memory, created = memory_create_from(project=p.project, body=body, actor=p.actor)
+    return _written(p, body.user_id, memory.pk, created=created)
 
 
 def _update_memory(p: Principal, body: UpdateMemoryIn) -> dict[str, Any]:
@@ -102,7 +117,7 @@ def _supersede_memory(p: Principal, body: SupersedeMemoryIn) -> dict[str, Any]:
     new = memory_supersede_from(
         project=p.project, memory_id=body.memory_id, body=body, scope=body.scope, reason=body.reason, actor=p.actor
     )
-    return _fresh(p, body.user_id, new.pk)
+    return _written(p, body.user_id, new.pk, created=True)
 
 
 def _forget_memory(p: Principal, body: MemoryRefIn) -> dict[str, Any]:
@@ -152,9 +167,10 @@ TOOLS: dict[str, Tool] = {
         Tool(
             "add_memory",
             "Store one durable fact, preference, decision or note (POST /api/v1/memories). One self-contained "
-            "sentence; never secrets or transient details. `supersedes` replaces an outdated memory.",
+            "sentence; never secrets or transient details. `supersedes` replaces an outdated memory. The same "
+            "content as an active memory is not stored twice: `created` is false and `duplicate_of` names it.",
             MemoryIn,
-            MemoryOut,
+            MemoryWriteOut,
             _add_memory,
         ),
         Tool(
@@ -169,7 +185,7 @@ TOOLS: dict[str, Tool] = {
             "Write a new version of a memory that changed; the old one is kept as superseded "
             "(POST /api/v1/memories/{id}/supersede).",
             SupersedeMemoryIn,
-            MemoryOut,
+            MemoryWriteOut,
             _supersede_memory,
         ),
         Tool(
