@@ -47,6 +47,9 @@ from memories.schemas import (
 )
 from memoryhub import row_security
 from memoryhub.errors import Invalid, NotFound, envelope_for, validation_envelope
+from profiles import selectors as profile_selectors
+from profiles.schemas import ProfileOut
+from profiles.services import profile_as_dict
 from retrieval.api import retrieve_request, retrieve_within_limit
 from retrieval.schemas import RetrieveIn, RetrieveOut, retrieve_out
 
@@ -305,6 +308,11 @@ def in_tenant(principal: Principal, work: Callable[[], Any]) -> Any:
 RESOURCE_PREFIX = "memoryhub://users/"
 RESOURCE_TEMPLATE = RESOURCE_PREFIX + "{user_id}/memories/{category}"
 RESOURCE_LIMIT = 200  # the largest page GET /memories answers
+PROFILE_TEMPLATE = RESOURCE_PREFIX + "{user_id}/profile"
+
+
+def profile_resource_uri(*, user_id: str) -> str:
+    return RESOURCE_PREFIX + f"{quote(user_id, safe='')}/profile"
 
 
 def resource_uri(*, user_id: str, category: str) -> str:
@@ -324,6 +332,8 @@ def read_resource(principal: Principal, uri: str) -> dict[str, Any]:
     """The newest memories of one user in one category, as GET /memories answers them."""
 
     def work() -> dict[str, Any]:
+        if uri.startswith(RESOURCE_PREFIX) and uri.endswith("/profile"):
+            return _profile(uri)
         user_id, category = _parse_resource(uri)
         try:
             query = ListMemoriesIn.model_validate(
@@ -333,6 +343,14 @@ def read_resource(principal: Principal, uri: str) -> dict[str, Any]:
             message, details = validation_envelope(exc.errors())
             raise ToolError(422, "validation_error", message, details) from exc
         return MemoryPageOut.model_validate(memory_page(project=principal.project, query=query)).model_dump(mode="json")
+
+    def _profile(uri: str) -> dict[str, Any]:
+        user_id = unquote(uri.removeprefix(RESOURCE_PREFIX).removesuffix("/profile"))
+        if not user_id or "/" in user_id:
+            raise NotFound(f"no resource {uri!r}; the profile is {PROFILE_TEMPLATE}", code="not_found")
+        user_id = with_user(principal, {"user_id": user_id})["user_id"]
+        profile = profile_selectors.profile_get(project=principal.project, user_id=user_id)
+        return ProfileOut.model_validate(profile_as_dict(profile)).model_dump(mode="json")
 
     return dict(in_tenant(principal, work))
 
