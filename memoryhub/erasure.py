@@ -29,6 +29,7 @@ from memories.models import (
     ScratchpadEntry,
 )
 from memoryhub.redis import redis_client
+from profiles.models import Profile
 from retrieval.message_vectors import searched_text
 from retrieval.models import KeywordStats, RetrievalLog
 from retrieval.vector_cache import cache_key, cache_names
@@ -67,6 +68,8 @@ def erase_user(*, project: Project, user_id: str) -> dict[str, int]:
         counts["retrieval_logs"] = _delete(RetrievalLog.objects.filter(project=project, user_id=user_id))
         counts["scratchpad_entries"] = _delete(ScratchpadEntry.objects.filter(project=project, user_id=user_id))
         counts["keyword_stats"] = _delete(KeywordStats.objects.filter(project=project, owner=user_id))
+        # The profile quotes the memories (every version of it does): it goes with them.
+        counts["profiles"] = _delete(Profile.objects.filter(project=project, user_id=user_id))
     counts["cache_entries"] = _drop_cached(conversation_ids, texts, models)
     log.info("erased user %r of project %s: %s", user_id, project.slug, counts)
     return counts

@@ -5,7 +5,19 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from ui.views import accounts, admin, graph, home, memory_detail, memory_list, operations, playground, review, transfer
+from ui.views import (
+    accounts,
+    admin,
+    graph,
+    home,
+    memory_detail,
+    memory_list,
+    operations,
+    playground,
+    profiles,
+    review,
+    transfer,
+)
 
 app_name = "ui"
 
@@ -62,4 +74,5 @@ urlpatterns = [
     path(P + "transfer/", transfer.transfer, name="transfer"),
     path(P + "transfer/export/", transfer.transfer_export, name="transfer_export"),
     path(P + "evaluation/", operations.evaluation, name="evaluation"),
+    path(P + "users/<str:user_id>/profile/", profiles.profile_page, name="profile"),
 ]

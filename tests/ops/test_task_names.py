@@ -21,6 +21,7 @@ PUBLISHED_NAMES = {
     "capture.tasks.sweep_message_embeddings",
     "retrieval.tasks.refresh_keyword_stats_task",
     "retrieval.tasks.build_vector_index_task",
+    "profiles.tasks.rebuild_profiles_task",
 }
 
 
