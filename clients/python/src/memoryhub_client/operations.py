@@ -130,6 +130,8 @@ OPERATIONS: dict[str, Operation] = {
     "export": Operation("GET", "/export", query=("user_id", "conversations"), response="text"),
     "import_jsonl": Operation("POST", "/import", response=models.ImportResult, content_type=NDJSON, creates=True),
     "erase_user": Operation("DELETE", "/users/{user_id}", response=models.Erasure),
+    "get_profile": Operation("GET", "/users/{user_id}/profile", response=models.Profile),
+    "rebuild_profile": Operation("POST", "/users/{user_id}/profile/rebuild", response=models.Profile),
 }
 
 # Operations of the API the client leaves out on purpose, with why. The contract check fails
@@ -141,8 +143,6 @@ NOT_COVERED: dict[tuple[str, str], str] = {
     ("POST", "/conversations/{conversation_id}/messages"): "durable conversations (as above)",
     ("GET", "/conversations/{conversation_id}"): "durable conversations (as above)",
     ("GET", "/conversations/{conversation_id}/recent"): "durable conversations (as above)",
-    ("GET", "/users/{user_id}/profile"): "profiles: the retrieve answer carries the injected part; not called yet",
-    ("POST", "/users/{user_id}/profile/rebuild"): "profiles (as above)",
     ("PUT", "/scratchpad/search"): "a reserved key that only answers an error",
     ("DELETE", "/scratchpad/search"): "a reserved key that only answers an error",
 }
