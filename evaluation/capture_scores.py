@@ -21,7 +21,7 @@ from evaluation.capture import SPLITS, Case, Run
 from retrieval.embedders import LOCAL_MODEL_NAME, embedder_for_model
 from retrieval.vector_cache import embed_texts
 
-# Checked by hand on 42 labelled pairs (eval/capture/threshold_pairs.jsonl, docs/adr/0011): at 0.65,
+# Checked by hand on 42 labelled pairs (evaluation/data/capture/threshold_pairs.jsonl, docs/adr/0011): at 0.65,
 # 18 of 20 paraphrases match (the 2 others by negation wording) and 4 of 22 different facts do;
 # at 0.7, 14 of 20 and 3 of 22.
 MATCH_THRESHOLD = 0.65
