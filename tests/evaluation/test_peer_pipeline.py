@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.core.management import CommandError, call_command
 
 from evaluation.peer_pipeline import peer_input, peer_jobs, peer_results, run_driver
 from evaluation.pipeline import natural_plan, summarize
@@ -103,3 +104,8 @@ def test_mem0_on_one_person_through_the_driver(tmp_path: Path) -> None:
     unthresholded = peer_results(output, plan, 0.0)
     assert all(len(r["items"]) == 10 for r in unthresholded)
     assert all(len(item.turns) == 1 for r in unthresholded for item in r["items"])
+
+
+def test_the_peer_run_refuses_without_the_peer_environment(tmp_path: Path) -> None:
+    with pytest.raises(CommandError, match="make bench"):
+        call_command("eval_pipeline", dataset="natural", people=1, peer="mem0", peer_python=str(tmp_path))

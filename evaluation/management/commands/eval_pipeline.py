@@ -187,9 +187,9 @@ class Command(BaseCommand):
         self.stdout.write(line)
 
     def _peer(self, plan: Plan, options: dict[str, Any]) -> None:
-        if not Path(options["peer_python"]).exists():
+        if not Path(options["peer_python"]).is_file():
             raise CommandError(f"no peer interpreter at {options['peer_python']}: run `make bench` (it builds it)")
-        if not Path(options["peer_harness"]).exists():
+        if not Path(options["peer_harness"]).is_file():
             raise CommandError(f"no peer harness at {options['peer_harness']}")
         thresholds = [float(t) for t in options["peer_thresholds"].split(",") if t.strip()]
         home = Path(os.environ.get("MEMORYHUB_HOME", tempfile.gettempdir()))
