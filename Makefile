@@ -109,7 +109,8 @@ bench: install $(PEER_STAMP)
 
 # Conversations in, answers out (evaluation/pipeline.py): web server and worker on servers of their
 # own under $(MEMORYHUB_HOME)/eval. EVAL_ARGS picks the data, e.g. `--dataset natural --split dev` or
-# `--dataset locomo --locomo ../shared/benchmarks/source/locomo10.json --conversations 3`.
+# `--dataset locomo --locomo ../shared/benchmarks/source/locomo10.json --conversations 3`; add `--peer mem0`
+# to send the same conversations through the peer instead (its virtualenv from `make bench`).
 eval-pipeline: install
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/eval $(PY) manage.py eval_pipeline $${EVAL_ARGS:---dataset natural --split dev}
 
