@@ -45,6 +45,9 @@ _CHANGED = re.compile(
     r"pushed back|cancell?ed|dropped|ditched|quit|stopped|update)\b",
     re.IGNORECASE,
 )
+# "Near" a change word: this many characters either side; words compared by their first letters
+# (the full-text stems of the earlier message against the later one's words as written).
+_REACH, _STEM, _MIN_WORD = 40, 5, 4
 
 
 @dataclass
@@ -164,11 +167,22 @@ def find(
 
 
 def _overtaken(found: Sequence[Episode]) -> None:
-    """Mark each episode a later one among ``found`` says has changed (``_CHANGED``, a shared word)."""
-    changes = [e for e in found if _CHANGED.search(e.content)]
+    """Mark each episode a later one among ``found`` says has changed: a ``_CHANGED`` word with,
+    within a few words of it, a word of the earlier episode ("sicily is postponed")."""
+    changes = [(e, near) for e in found if (near := _near_changes(e.content))]
     for older in found:
         if not older.outdated:
-            older.outdated = any(n.said_at > older.said_at and n.words & older.words for n in changes)
+            stems = {w[:_STEM] for w in older.words if len(w) >= _MIN_WORD}
+            older.outdated = any(n.said_at > older.said_at and stems & near for n, near in changes)
+
+
+def _near_changes(content: str) -> set[str]:
+    """The words (cut to ``_STEM`` letters) around each change word of ``content``."""
+    near: set[str] = set()
+    for match in _CHANGED.finditer(content):
+        around = content[max(0, match.start() - _REACH) : match.end() + _REACH].lower()
+        near.update(w[:_STEM] for w in re.findall(r"[a-z]+", around) if len(w) >= _MIN_WORD)
+    return near
 
 
 def _episode(
