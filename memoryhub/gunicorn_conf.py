@@ -26,9 +26,7 @@ from memoryhub.config import load_settings  # noqa: E402
 
 load_settings()
 workers = settings.WEB_CONCURRENCY
-# gthread, except that a worker takes a new connection only when no other holds fewer
-# (memoryhub/gunicorn_worker.py: keep-alive connections stay where they land).
-worker_class = "memoryhub.gunicorn_worker.BalancedThreadWorker"
+worker_class = "gthread"
 threads = 4
 timeout = 60
 graceful_timeout = 10

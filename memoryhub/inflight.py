@@ -10,9 +10,6 @@ worker its slot before forking it and zeroes the slot when the worker exits, so 
 mid-request leaves no phantom request behind. Each worker counts its own requests in its slot
 (``InFlightMiddleware``) and reads the sum. Anywhere else (``runserver``, tests, a worker past
 the slots) the count is this process's own.
-
-The same slot holds how many client connections each worker has open (``_connections``, kept by
-``memoryhub.gunicorn_worker``): a worker takes a new connection only when no other holds fewer.
 """
 
 from __future__ import annotations
@@ -29,19 +26,15 @@ SLOTS = 64
 
 _lock = threading.Lock()
 _slots: Any = None  # multiprocessing.RawArray("i", SLOTS), made in gunicorn's master
-# Per slot: 0 when no worker is taking connections through it (none, or one still starting),
-# else 1 + the worker's open client connections.
-_connections: Any = None
 _slot: int | None = None  # this worker's index in _slots
 _own = 0  # this process's requests when it has no slot
 
 
 def share_between_workers() -> None:
     """Make the shared counters (gunicorn's master, before any worker forks)."""
-    global _slots, _connections
+    global _slots
     if _slots is None:
         _slots = multiprocessing.RawArray("i", SLOTS)
-        _connections = multiprocessing.RawArray("i", SLOTS)
 
 
 def assign_slot(worker: Any, live: Iterable[Any]) -> None:
@@ -51,7 +44,6 @@ def assign_slot(worker: Any, live: Iterable[Any]) -> None:
     worker.inflight_slot = free[0] if free else None
     if free:
         _slots[free[0]] = 0
-        _connections[free[0]] = 0  # until the worker's loop runs (hold_connections)
 
 
 def claim_slot(worker: Any) -> None:
@@ -65,7 +57,6 @@ def release_slot(worker: Any) -> None:
     slot = getattr(worker, "inflight_slot", None)
     if slot is not None and _slots is not None:
         _slots[slot] = 0
-        _connections[slot] = 0
 
 
 @contextmanager
@@ -92,28 +83,6 @@ def answering() -> int:
     if _slot is None:
         return _own
     return int(sum(_slots))
-
-
-def hold_connections(count: int) -> None:
-    """This worker takes connections and has ``count`` open now."""
-    if _slot is not None and _connections is not None:
-        _connections[_slot] = count + 1
-
-
-def fewest_connections(count: int) -> bool:
-    """Whether no other worker taking connections has fewer open than ``count`` (True without slots)."""
-    if _slot is None or _connections is None:
-        return True
-    return all(held == 0 or held - 1 >= count for slot, held in enumerate(_connections) if slot != _slot)
-
-
-def surplus_connections(count: int) -> bool:
-    """Whether a worker holding ``count`` connections holds two or more above another worker taking
-    connections (False without slots): it answers one with "Connection: close", and the client's
-    next connection goes where the accept rule sends it (``memoryhub.gunicorn_worker``)."""
-    if _slot is None or _connections is None:
-        return False
-    return any(held and count - (held - 1) >= 2 for slot, held in enumerate(_connections) if slot != _slot)
 
 
 class InFlightMiddleware:

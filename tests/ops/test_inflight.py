@@ -16,10 +16,10 @@ from memoryhub import gunicorn_conf, inflight
 
 @pytest.fixture
 def fresh_counters() -> Iterator[None]:
-    saved = inflight._slots, inflight._connections, inflight._slot, inflight._own
-    inflight._slots, inflight._connections, inflight._slot, inflight._own = None, None, None, 0
+    saved = inflight._slots, inflight._slot, inflight._own
+    inflight._slots, inflight._slot, inflight._own = None, None, 0
     yield
-    inflight._slots, inflight._connections, inflight._slot, inflight._own = saved
+    inflight._slots, inflight._slot, inflight._own = saved
 
 
 def test_the_middleware_counts_a_request_while_it_is_answered_even_when_it_fails(fresh_counters: None) -> None:
@@ -89,36 +89,3 @@ def test_without_gunicorn_a_process_counts_its_own_requests(fresh_counters: None
     with inflight.answering_one(), inflight.answering_one():
         assert inflight.answering() == 2
     assert inflight.answering() == 0
-
-
-def test_a_worker_takes_a_connection_only_when_no_worker_holds_fewer_and_hands_back_a_surplus(
-    fresh_counters: None,
-) -> None:
-    """The counts memoryhub.gunicorn_worker keeps, as the master and three workers' loops set them."""
-    assert inflight.fewest_connections(5)  # outside gunicorn: nothing to compare with
-    assert not inflight.surplus_connections(5)
-    server = SimpleNamespace(WORKERS={})
-    inflight.share_between_workers()
-    workers = [SimpleNamespace() for _ in range(3)]
-    for n, worker in enumerate(workers):
-        gunicorn_conf.pre_fork(server, worker)
-        server.WORKERS[n] = worker
-    slot = {id(worker): worker.inflight_slot for worker in workers}
-
-    def as_worker(worker: SimpleNamespace) -> None:
-        inflight._slot = slot[id(worker)]
-
-    first, second, third = workers
-    as_worker(first)
-    inflight.hold_connections(2)
-    assert inflight.fewest_connections(2)  # the others are still starting: they take nothing yet
-    as_worker(second)
-    inflight.hold_connections(1)
-    assert inflight.fewest_connections(1)  # the first holds two
-    as_worker(first)
-    assert not inflight.fewest_connections(2)  # the second holds one: it takes the next
-    assert not inflight.surplus_connections(2)  # one more than the second: kept
-    assert inflight.surplus_connections(3)  # two more: one is handed back
-    gunicorn_conf.child_exit(server, second)  # the second exits: its count goes with it
-    assert inflight.fewest_connections(2)
-    assert not inflight.surplus_connections(3)  # the third is still starting: nobody to hand it to
