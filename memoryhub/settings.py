@@ -156,7 +156,6 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "memoryhub.turns.TurnsMiddleware",
     "memoryhub.inflight.InFlightMiddleware",
     "memoryhub.row_security.RowSecurityMiddleware",
     "memoryhub.security.SecurityHeadersMiddleware",
@@ -315,14 +314,6 @@ MEMORYHUB_KEYWORD_STATS_MIN_ROWS = env.integer(
 )
 # Of the remaining words, rarest first, only as many as match about this many memories in all
 # (the rarest always; 0: no limit): bounds the keyword stage's cost on large corpora.
-# Retrieves answer one at a time per web worker, in arrival order (memoryhub/turns.py); auto: when a
-# retrieve is all work on this machine.
-MEMORYHUB_RETRIEVE_TURNS = env.choice(
-    "MEMORYHUB_RETRIEVE_TURNS",
-    "auto",
-    ("auto", "on", "off"),
-    "retrieves take turns per web worker (auto: database and Redis here, no LLM, local embedder)",
-)
 MEMORYHUB_KEYWORD_ROW_BUDGET = env.integer(
     "MEMORYHUB_KEYWORD_ROW_BUDGET", 1000, "rarest words first, up to about this many matches (0: no limit)", minimum=0
 )

@@ -28,7 +28,6 @@ from django.core.exceptions import ImproperlyConfigured
 
 from memoryhub import inflight
 from memoryhub.per_process import PerProcess
-from memoryhub.turns import waiting_elsewhere
 from retrieval import mpnet
 from retrieval.llm import describe_openai_error, openai_client
 
@@ -447,10 +446,9 @@ class OpenAIEmbedder:
         import openai
 
         try:
-            with waiting_elsewhere():  # a retrieve's turn goes to the next one while the endpoint answers
-                response = self._client().embeddings.create(
-                    model=self.name, input=texts, encoding_format="float", timeout=self.timeout
-                )
+            response = self._client().embeddings.create(
+                model=self.name, input=texts, encoding_format="float", timeout=self.timeout
+            )
         except (openai.OpenAIError, ValueError) as exc:
             # ValueError: the SDK lets a 200 with an unparseable JSON body escape as JSONDecodeError.
             raise EmbedderError(self._fail(describe_openai_error(exc, timeout=self.timeout))) from exc
