@@ -156,7 +156,6 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "memoryhub.inflight.InFlightMiddleware",
     "memoryhub.row_security.RowSecurityMiddleware",
     "memoryhub.security.SecurityHeadersMiddleware",
     "memoryhub.errors.ApiErrorEnvelopeMiddleware",
@@ -257,10 +256,7 @@ MEMORYHUB_EMBED_THREADS = env.integer(
     "MEMORYHUB_EMBED_THREADS", 0, "threads of the local embedder (0: the CPUs this process may use)", minimum=0
 )
 MEMORYHUB_QUERY_THREADS = env.integer(
-    "MEMORYHUB_QUERY_THREADS",
-    2,
-    "threads of the local embedder for a question while the web service answers nothing else (1: one always)",
-    minimum=1,
+    "MEMORYHUB_QUERY_THREADS", 1, "threads of the local embedder for a question (up to the usable CPUs)", minimum=1
 )
 OPENAI_API_KEY = env.secret(
     "OPENAI_API_KEY", "key for the OpenAI-compatible endpoint (chat, and embeddings by default)"
