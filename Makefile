@@ -40,7 +40,7 @@ browser:
 		|| { echo "could not install chromium (apt-get)"; exit 1; }; }
 
 run: install
-	$(PY) -m memoryhub.run
+	$(PY) -m serving.run
 
 lint: install
 	$(VENV)/bin/ruff check .
@@ -82,7 +82,7 @@ drills-disk: install
 	mountpoint -q $(MEMORYHUB_HOME)/diskfull || mount -t tmpfs -o size=256m,mode=0755 tmpfs $(MEMORYHUB_HOME)/diskfull
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/diskfull $(PY) manage.py migrate --noinput -v 0
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/diskfull $(PY) manage.py drills --only disk-full; status=$$?; \
-		MEMORYHUB_HOME=$(MEMORYHUB_HOME)/diskfull $(PY) -m memoryhub.embedded stop; \
+		MEMORYHUB_HOME=$(MEMORYHUB_HOME)/diskfull $(PY) -m serving.embedded stop; \
 		umount $(MEMORYHUB_HOME)/diskfull; exit $$status
 
 load: install
@@ -114,7 +114,7 @@ eval-pipeline: install
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/eval $(PY) manage.py eval_pipeline $${EVAL_ARGS:---dataset natural --split dev}
 
 stop: install
-	$(PY) -m memoryhub.embedded stop
+	$(PY) -m serving.embedded stop
 
 # Re-pin the whole dependency tree from pyproject.toml's direct pins, in two locks: requirements.lock
 # (`dependencies`: what the service runs, all the production image installs) and requirements-dev.lock
@@ -152,4 +152,4 @@ $(LLM_STAMP): requirements-llm.txt $(STAMP)
 	touch $(LLM_STAMP)
 
 run-llm: $(LLM_STAMP)
-	$(PY) -m memoryhub.local_llm serve
+	$(PY) -m serving.local_llm serve

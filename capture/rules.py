@@ -45,9 +45,9 @@ from capture.text import (
     third_person,
     word_set,
 )
+from common.redaction import REDACTED, find_secrets
 from conversations.dates import resolve as resolve_dates
 from conversations.dates import said_on
-from memoryhub.redaction import REDACTED, find_secrets
 
 _I = re.IGNORECASE
 _ADV = r"(?:\s+(?:really|much|strongly|generally|usually|definitely|personally|also|still|always|mostly|totally))*"

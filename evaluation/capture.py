@@ -1,6 +1,6 @@
 """Capture evaluation: hand-written conversations run through the real capture pipeline, scored by meaning.
 
-Each case (format: ``eval/capture/README.md``) is run as a user's capture job would be: the
+Each case (format: ``evaluation/data/capture/README.md``) is run as a user's capture job would be: the
 memories that exist before the turn are stored through ``memories.services``, the turn is
 submitted through ``capture.services.capture_submit`` and the job is run in-process by
 ``capture.pipeline.run_job`` (what the Celery task calls), against the real database. The
@@ -9,7 +9,7 @@ cosine similarity of their all-MiniLM vectors must reach ``MATCH_THRESHOLD``, bo
 the same about negation, and the memory must hold the expected item's ``values`` ("ruff",
 "Munich") when it lists any. MiniLM puts "deploys on Fridays" next to "never deploys on
 Fridays" (0.71) and "standup at 9:30" next to "standup at 10:15" (0.93): no threshold tells
-an inverted memory or a wrong value from a paraphrase (``eval/capture/threshold_pairs.jsonl``).
+an inverted memory or a wrong value from a paraphrase (``evaluation/data/capture/threshold_pairs.jsonl``).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from retrieval.embedders import LOCAL_MODEL_NAME, embedder_for_model
 from retrieval.memory_vectors import embed_memories
 from retrieval.vector_cache import embed_texts
 
-# Checked by hand on 42 labelled pairs (eval/capture/threshold_pairs.jsonl, docs/adr/0011): at 0.65,
+# Checked by hand on 42 labelled pairs (evaluation/data/capture/threshold_pairs.jsonl, docs/adr/0011): at 0.65,
 # 18 of 20 paraphrases match (the 2 others by negation wording) and 4 of 22 different facts do;
 # at 0.7, 14 of 20 and 3 of 22.
 MATCH_THRESHOLD = 0.65
@@ -45,7 +45,7 @@ _NEGATION = re.compile(r"\b(?:not|no|never|nothing|none|neither|nor|cannot|no lo
 
 
 class CaseFormatError(ValueError):
-    """A line of the cases file does not follow eval/capture/README.md."""
+    """A line of the cases file does not follow evaluation/data/capture/README.md."""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The natural multi-session set (``eval/pipeline/natural.jsonl``, format in its README).
+"""The natural multi-session set (``evaluation/data/pipeline/natural.jsonl``, format in its README).
 
 Loading, the alias match the evaluation scores with, and the resolution of relative dates the
 set's temporal questions were labelled with. No Django, no database.

@@ -8,6 +8,8 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Status
 
+from common.auth import ERRORS, actor, api_key
+from common.idempotency import idempotent
 from memories import selectors, services
 from memories.models import Memory, Project
 from memories.schemas import (
@@ -26,8 +28,6 @@ from memories.schemas import (
     UserId,
     memory_out,
 )
-from memoryhub.auth import ERRORS, actor, api_key
-from memoryhub.idempotency import idempotent
 
 router = Router(tags=["memories"])
 

@@ -18,6 +18,7 @@ import redis
 from django.db import transaction
 
 from capture.models import CaptureJob
+from common.redis import redis_client
 from conversations.session import session_key
 from memories.models import (
     Conversation,
@@ -29,7 +30,6 @@ from memories.models import (
     Project,
     ScratchpadEntry,
 )
-from memoryhub.redis import redis_client
 from retrieval.message_vectors import searched_text
 from retrieval.models import KeywordStats, RetrievalLog
 from retrieval.vector_cache import cache_key, cache_names

@@ -26,7 +26,7 @@ import numpy.typing as npt
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from memoryhub.per_process import PerProcess
+from common.per_process import PerProcess
 from retrieval import mpnet
 from retrieval.llm import describe_openai_error, openai_client
 

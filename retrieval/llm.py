@@ -13,8 +13,8 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from memoryhub import config
-from memoryhub.per_process import PerProcess
+from common import config
+from common.per_process import PerProcess
 
 if TYPE_CHECKING:
     from openai import OpenAI

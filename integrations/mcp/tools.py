@@ -23,6 +23,8 @@ from pydantic import ValidationError as PydanticValidationError
 
 from capture import services as capture_services
 from capture.schemas import CaptureIn, JobAcceptedOut
+from common import row_security
+from common.errors import Invalid, NotFound, envelope_for, validation_envelope
 from integrations.mcp.schemas import (
     ForgetOut,
     ListMemoriesIn,
@@ -36,8 +38,6 @@ from memories import scratchpad, selectors, services
 from memories.api import memory_create_from, memory_page, memory_supersede_from
 from memories.models import Project
 from memories.schemas import MemoryIn, MemoryOut, MemoryPageOut, ScratchpadOut, memory_out
-from memoryhub import row_security
-from memoryhub.errors import Invalid, NotFound, envelope_for, validation_envelope
 from retrieval.api import retrieve_request, retrieve_within_limit
 from retrieval.schemas import RetrieveIn, RetrieveOut, retrieve_out
 

@@ -140,7 +140,7 @@ def _produced(content: str) -> evaluation.Produced:
 
 
 def test_the_shipped_set_loads_and_holds_the_issues_five_turns_in_order() -> None:
-    cases = evaluation.load_cases("eval/capture/cases.jsonl")
+    cases = evaluation.load_cases("evaluation/data/capture/cases.jsonl")
 
     assert len(cases) >= 120
     issue = [c for c in cases if c.chain == "issue-11"]
@@ -177,7 +177,7 @@ def test_a_memory_with_the_old_value_does_not_match_the_new_one() -> None:
 
 
 def test_the_threshold_check_reports_each_labelled_pair() -> None:
-    rows = evaluation.threshold_check("eval/capture/threshold_pairs.jsonl")
+    rows = evaluation.threshold_check("evaluation/data/capture/threshold_pairs.jsonl")
 
     assert {r["label"] for r in rows} == {"same", "different"}
     inverted = next(r for r in rows if r["produced"] == "The team deploys on Fridays.")

@@ -13,8 +13,8 @@ from typing import Any
 
 from django.http import HttpRequest
 
+from common.errors import Conflict, DomainError
 from memories import services
-from memoryhub.errors import Conflict, DomainError
 from ui import selectors as ui_selectors
 from ui.views.access import Access
 

@@ -1,6 +1,6 @@
 """python manage.py eval_capture: what capture writes, measured on hand-written conversations.
 
-Runs every case of ``eval/capture/cases.jsonl`` through the real capture pipeline (see
+Runs every case of ``evaluation/data/capture/cases.jsonl`` through the real capture pipeline (see
 ``evaluation.capture``) on one path: ``rules`` (no LLM, whatever is configured) or ``llm``
 (the configured ``MEMORYHUB_LLM_BASE_URL`` / ``OPENAI_API_KEY``). Prints a table of the
 figures for the whole set, the tune split and the held-out split, and writes every figure
@@ -32,7 +32,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--path", choices=["rules", "llm"], default="rules", help="which extractor to evaluate")
-        parser.add_argument("--cases", default="eval/capture/cases.jsonl", help="cases JSONL")
+        parser.add_argument("--cases", default="evaluation/data/capture/cases.jsonl", help="cases JSONL")
         parser.add_argument("--limit", type=int, help="only the first N cases")
         parser.add_argument("--split", choices=["all", *evaluation.SPLITS], default="all", help="only this split")
         parser.add_argument("--policy", choices=["auto", "review"], default="auto", help="the projects' capture policy")
@@ -42,7 +42,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--check-threshold",
             metavar="PAIRS",
-            help="only print how hand-labelled pairs (eval/capture/threshold_pairs.jsonl) fare at --threshold",
+            help="only print how hand-labelled pairs (evaluation/data/capture/threshold_pairs.jsonl) fare at --threshold",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:

@@ -11,7 +11,7 @@ is in ``evaluation/pipeline.py``. Prints tables per group (split or conversation
 
 Datasets:
 
-* ``--dataset natural [--split dev|heldout|all]``: ``eval/pipeline/natural.jsonl`` (its README).
+* ``--dataset natural [--split dev|heldout|all]``: ``evaluation/data/pipeline/natural.jsonl`` (its README).
 * ``--dataset locomo --locomo PATH [--conversations N]``: LoCoMo's ``locomo10.json`` read from
   PATH at run time (CC BY-NC evaluation data: never copied into the repository). Each speaker is
   their own user (their turns ``user``, the other's ``assistant``); category 1–4 questions only.

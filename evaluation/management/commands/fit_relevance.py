@@ -13,7 +13,7 @@ With --keyword-only it does the same for ``relevance.KEYWORD_ONLY``, the model t
 when the embedder is down: on the full-text hits alone, their vector evidence absent (zero),
 with no required examples (a paraphrase shares no word with its answer).
 
-Sets: ``golden`` and ``everyday`` (eval/), ``obs``, ``session``, ``turns`` (LoCoMo, read from
+Sets: ``golden`` and ``everyday`` (evaluation/data/), ``obs``, ``session``, ``turns`` (LoCoMo, read from
 --benchmarks; never copied into the repository).
 """
 

@@ -20,7 +20,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
 os.environ.setdefault("MEMORYHUB_EMBED_THREADS", "1")
 from django.conf import settings  # noqa: E402 - after the settings module is named
 
-from memoryhub.config import load_settings  # noqa: E402
+from common.config import load_settings  # noqa: E402
 
 load_settings()
 workers = settings.WEB_CONCURRENCY
@@ -32,7 +32,7 @@ graceful_timeout = 10
 
 def on_starting(server: Any) -> None:
     """gunicorn started by hand gets the embedded servers the configuration uses (once, in the master)."""
-    from memoryhub import embedded
+    from serving import embedded
 
     embedded.start_servers()
 
