@@ -30,7 +30,7 @@ from conversations.window import clean_window, render_window
 from memories.models import Memory, MemoryEdge, Project, Status
 from memories.selectors import memories_by_id, older_versions
 from profiles.selectors import profile_find
-from retrieval import cache, calibration, episodes, judge, relevance
+from retrieval import cache, episodes, judge, relevance
 from retrieval.embedders import Embedder, EmbedderError, embedder_for_model
 from retrieval.hyde import build_hyde_messages, parse_hypotheses
 from retrieval.llm import LLMError, complete, llm_configured
@@ -306,8 +306,11 @@ def _run(
     )
     if said:
         # Memories keep their cut; episodes have their own (a request's min_score is both), and
-        # the two lists are ranked as one.
-        floor = request.min_score if request.min_score is not None else float(settings.MEMORYHUB_EPISODE_MIN_SCORE)
+        # the two lists are ranked as one. That cut was chosen on scores with vector evidence:
+        # without query vectors every full-text hit among the user's messages is kept (a message
+        # sharing its words with few others has a low keyword share, ``episodes._statement``).
+        default = float(settings.MEMORYHUB_EPISODE_MIN_SCORE) if vectors is not None else 0.0
+        floor = request.min_score if request.min_score is not None else default
         said = [e for e in said if e.score >= floor]
         scored = sorted([*scored, *((e.key, e.score) for e in said)], key=lambda pair: (-pair[1], pair[0]))
     # Only the ones that will be returned: loading every candidate above the cut (60 and
@@ -507,15 +510,15 @@ def score(
 
     A request's own ``min_score`` replaces both cuts (``min_score: 0`` returns the ranking);
     else the project's ``min_score`` (when set) replaces the default absolute cut.
-    Without query vectors (embedder down) the hand-set keyword model of ``calibration``
-    scores the full-text hits.
+    Without query vectors (embedder down) the full-text hits are scored and cut by the same
+    model fitted without its vector features (``relevance.KEYWORD_ONLY``).
     """
     explicit = request.min_score is not None
     if vectors is None:
-        threshold = request.min_score if explicit else calibration.DEFAULT_MIN_SCORE
-        margin = 0.0
-        for candidate in candidates:
-            trace.scores[candidate.memory_id] = calibration.keyword_only(candidate)
+        threshold = request.min_score if explicit else relevance.KEYWORD_ONLY.min_score
+        margin = 0.0 if explicit else relevance.KEYWORD_ONLY.margin
+        for candidate, value in zip(candidates, relevance.keyword_scores(candidates), strict=True):
+            trace.scores[candidate.memory_id] = value
     else:
         threshold = request.min_score if explicit else default_min_score(project_min_score)
         margin = 0.0 if explicit else default_margin()

@@ -28,7 +28,7 @@ from conversations.dates import annotate
 from conversations.models import Message
 from memories.fields import vector_literal
 from memories.models import Memory, Project
-from retrieval import calibration, relevance
+from retrieval import relevance
 from retrieval.search import Candidate
 
 # How many episodes each half (meaning, words) proposes before scoring.
@@ -238,10 +238,11 @@ def load(*, project: Project, user_id: str, ids: Sequence[str]) -> list[Episode]
 
 def score(found: Sequence[Episode], *, stats: relevance.Background | None, query_vectors: int) -> None:
     """Each episode's relevance by the model that scores memories the same way (an outdated one at
-    ``OUTDATED_FACTOR``): the fitted model, or without query vectors (``stats`` None) the keyword one."""
+    ``OUTDATED_FACTOR``): the fitted model, or without query vectors (``stats`` None) the same model
+    without its vector features."""
     candidates = [e.candidate for e in found if e.candidate is not None]
     if stats is None:
-        values = [calibration.keyword_only(c) for c in candidates]
+        values = relevance.keyword_scores(candidates)
     else:
         values = [e.score for e in relevance.evidences(candidates, stats=stats, query_vectors=query_vectors)]
     for episode, value in zip(found, values, strict=True):
