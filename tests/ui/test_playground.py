@@ -22,7 +22,8 @@ FACTS = [
     "Alice is allergic to peanuts.",
 ]
 QUESTION = "How does Alice deploy the billing service?"
-QUERIES = 16
+# The profile the injection starts with is one more read.
+QUERIES = 17
 
 
 @pytest.fixture

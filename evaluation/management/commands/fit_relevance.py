@@ -29,8 +29,9 @@ from django.core.management.base import BaseCommand, CommandParser
 from evaluation.datasets import Case, CorpusItem, Dataset
 from evaluation.management.commands.eval_retrieval import eval_project, load_dataset
 from evaluation.relevance_fit import CaseCandidates, SetCases, evaluate, fit, keyword_only, transfer_table
-from retrieval.engine import RetrieveRequest, Trace, retrieve
+from retrieval.engine import retrieve
 from retrieval.relevance import FITTED, KEYWORD_ONLY
+from retrieval.shapes import RetrieveRequest, Trace
 
 HIKING_EXAMPLE = "Enjoys hiking in the mountains on weekends."
 LOCOMO = {"obs": "locomo_obs", "session": "locomo_session", "turns": "locomo"}
