@@ -52,6 +52,8 @@ def context(done: Any, event: str) -> str:
 
 def test_a_user_prompt_gets_the_relevant_memories_as_additional_context(cli, make_memory, api):
     cli("remember", DEPLOY)
+    # The server's first retrieve loads what it needs; the hook's 1 s is for one that is running.
+    assert cli("recall", "warm up").returncode == 0
     done = cli("hook", "UserPromptSubmit", stdin=payload("claude_code_user_prompt_submit"))
     assert DEPLOY in context(done, "UserPromptSubmit")
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 ENV = {"url": "MEMORYHUB_URL", "api_key": "MEMORYHUB_API_KEY", "user_id": "MEMORYHUB_USER"}
 
@@ -16,8 +16,9 @@ class UsageError(Exception):
     """Bad or missing input: a value the configuration lacks, a transcript of no known shape (exit 1)."""
 
 
-@dataclass(frozen=True)
-class Config:
+# A named tuple, not a dataclass: a hook process starts for every prompt, and the dataclasses
+# module's own imports cost it more than the rest of this module.
+class Config(NamedTuple):
     url: str = ""
     api_key: str = ""
     user_id: str = ""
@@ -64,7 +65,7 @@ def save(config: Config, env: Mapping[str, str] = os.environ) -> Path:
     partial = path.with_suffix(".tmp")
     descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(descriptor, "w", encoding="utf-8") as out:
-        json.dump(asdict(config), out, indent=2)
+        json.dump(config._asdict(), out, indent=2)
         out.write("\n")
     os.chmod(partial, 0o600)  # an older file's looser mode must not survive the rename
     partial.replace(path)

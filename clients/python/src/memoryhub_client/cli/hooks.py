@@ -15,16 +15,16 @@ lost is resent with the same ``Idempotency-Key`` (the server answers the first a
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import logging
 import os
 import signal
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from memoryhub_client.cli import config as settings
 from memoryhub_client.cli.transcripts import MAX_MESSAGE_CHARS, claude_code_message
@@ -140,27 +140,29 @@ def _context(conf: settings.Config, event: str, payload: dict[str, Any], env: Ma
 
 
 def _post(conf: settings.Config, path: str, body: dict[str, Any], *, timeout: float) -> dict[str, Any]:
-    """One request with the standard library, once, no retries: the client's transport costs a
-    prompt more to import than the request takes. Error answers raise as the client's would."""
-    request = urllib.request.Request(
-        conf.url.rstrip("/") + "/api/v1" + path,
-        data=json.dumps(body).encode(),
-        method="POST",
-        headers={
+    """One request with the standard library's ``http.client``, once, no retries: the client's
+    transport (and even ``urllib.request``) costs a prompt more to import than the request takes.
+    Error answers raise as the client's would."""
+    url = urlsplit(conf.url.rstrip("/") + "/api/v1" + path)
+    kind = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
+    connection = kind(url.hostname or "localhost", url.port, timeout=timeout)
+    try:
+        headers = {
             "Authorization": f"Bearer {conf.api_key}",
             "Accept": "application/json",
             "Content-Type": "application/json",
-        },
-    )
+        }
+        connection.request("POST", url.path, body=json.dumps(body).encode(), headers=headers)
+        response = connection.getresponse()
+        raw = response.read()
+    finally:
+        connection.close()
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (the configured server)
-            answer = json.loads(response.read() or b"{}")
-    except urllib.error.HTTPError as error:
-        try:
-            envelope = json.loads(error.read() or b"{}")
-        except ValueError:
-            envelope = None
-        raise error_for(error.code, envelope) from None
+        answer = json.loads(raw or b"{}")
+    except ValueError:
+        answer = None
+    if response.status >= 400:
+        raise error_for(response.status, answer)
     return answer if isinstance(answer, dict) else {}
 
 
