@@ -13,6 +13,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 
 from capture.api import router as capture_router
+from consolidation.api import router as consolidation_router
 from conversations.api import router as conversations_router
 from integrations.api import router as transfer_router
 from memories import services
@@ -147,3 +148,4 @@ api.add_router("/", retrieval_router)
 api.add_router("/", capture_router)
 api.add_router("/", conversations_router)
 api.add_router("/", transfer_router)
+api.add_router("/", consolidation_router)

@@ -22,6 +22,7 @@ from memoryhub_client.errors import (
 )
 from memoryhub_client.models import (
     CaptureJob,
+    Consolidation,
     Episode,
     History,
     JobAccepted,
@@ -40,6 +41,7 @@ __all__ = [
     "BadRequest",
     "CaptureJob",
     "Conflict",
+    "Consolidation",
     "Episode",
     "History",
     "JobAccepted",

@@ -129,6 +129,8 @@ OPERATIONS: dict[str, Operation] = {
     "export": Operation("GET", "/export", query=("user_id", "conversations"), response="text"),
     "import_jsonl": Operation("POST", "/import", response=models.ImportResult, content_type=NDJSON, creates=True),
     "erase_user": Operation("DELETE", "/users/{user_id}", response=models.Erasure),
+    "consolidate": Operation("POST", "/users/{user_id}/consolidate", 202, response=models.JobAccepted, creates=True),
+    "consolidation": Operation("GET", "/consolidations/{job_id}", query=("user_id",), response=models.Consolidation),
 }
 
 # Operations of the API the client leaves out on purpose, with why. The contract check fails
