@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -26,7 +26,7 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
 
 from capture.services import policy_status
-from consolidation import rules, selectors, vectors
+from consolidation import llm_judge, rules, selectors, vectors
 from consolidation.models import (
     ActionKind,
     ActionStatus,
@@ -272,7 +272,9 @@ def judge_pairs(found: Sequence[vectors.Candidate]) -> tuple[list[Judged], int]:
         return readings[key]
 
     judged: list[Judged] = []
+    hard: list[tuple[Memory, Memory, float]] = []
     kept = 0
+    ask_llm = llm_judge.enabled()
     for candidate in found:
         first, second = memories.get(candidate.first), memories.get(candidate.second)
         if first is None or second is None:
@@ -280,15 +282,34 @@ def judge_pairs(found: Sequence[vectors.Candidate]) -> tuple[list[Judged], int]:
         older, newer = sorted((first, second), key=lambda m: (m.created_at, str(m.pk)))
         verdict = rules.judge(reading(older), reading(newer), candidate.cosine)
         if verdict.action == "keep":
+            if ask_llm and llm_judge.is_hard(reading(older), reading(newer), candidate.cosine, verdict):
+                hard.append((older, newer, candidate.cosine))
+            else:
+                kept += 1
+            continue
+        judged.append(_judged(verdict, older, newer, candidate.cosine, reading))
+    # The pairs the rules could not tell apart, closest first, to the LLM when one is configured.
+    hard.sort(key=lambda pair: -pair[2])
+    decisions = llm_judge.decide([(older.content, newer.content) for older, newer, _ in hard]) if hard else []
+    for (older, newer, cosine), decision in zip(hard, decisions, strict=True):
+        if decision not in ("merge", "supersede"):
             kept += 1
             continue
-        if verdict.action == "merge":
-            survivor = max((older, newer), key=lambda m: _completeness(m, reading(m)))
-            retired = newer if survivor is older else older
-        else:
-            survivor, retired = newer, older
-        judged.append(Judged(verdict.action, survivor, retired, verdict.confidence, verdict.reason, candidate.cosine))
+        action: rules.Action = "merge" if decision == "merge" else "supersede"
+        verdict = rules.Verdict(action, llm_judge.CONFIDENCE, f"decided by the LLM: {decision}")
+        judged.append(_judged(verdict, older, newer, cosine, reading))
     return judged, kept
+
+
+def _judged(
+    verdict: rules.Verdict, older: Memory, newer: Memory, cosine: float, reading: Callable[[Memory], rules.Reading]
+) -> Judged:
+    if verdict.action == "merge":
+        survivor = max((older, newer), key=lambda m: _completeness(m, reading(m)))
+        retired = newer if survivor is older else older
+    else:
+        survivor, retired = newer, older
+    return Judged(verdict.action, survivor, retired, verdict.confidence, verdict.reason, cosine)
 
 
 def _completeness(memory: Memory, reading: rules.Reading) -> tuple[int, int, float]:

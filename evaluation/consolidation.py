@@ -15,6 +15,7 @@ full run's (docs/adr/0095-consolidation-measured.md).
 from __future__ import annotations
 
 import json
+import os
 import random
 import string
 import time
@@ -30,6 +31,7 @@ from django.utils import timezone
 
 from consolidation import rules, services, vectors
 from consolidation.models import ConsolidationAction, ConsolidationRun, ConsolidationState
+from evaluation import machine
 from memories import services as memory_services
 from memories.models import Memory, Project
 from retrieval.embedders import Embedder, get_embedder
@@ -274,6 +276,8 @@ def measure_throughput(*, project: Project, memories: int = 10_000, new: int = 5
     whole_read_s = time.perf_counter() - clock
     cold_s = incremental["seconds"] - incremental["timings"].get("vectors", 0.0) + whole_read_s
     return {
+        "machine": machine.summary(machine.describe()),
+        "load_average": [round(load, 2) for load in os.getloadavg()],
         "user_id": user_id,
         "memories": memories,
         "new": new,

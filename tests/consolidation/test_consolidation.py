@@ -282,3 +282,57 @@ def test_a_run_that_keeps_failing_is_failed_after_its_attempts(project, monkeypa
     failed = ConsolidationRun.objects.get(pk=run.pk)
     assert failed.status == "failed" and "unreadable" in failed.error
     assert Relationship.DEPENDS_ON == "depends_on"
+
+
+# --- the optional LLM judge (consolidation/llm_judge.py), through the loopback fake server -------
+
+LACTOSE = ("The user is lactose intolerant.", "The user cannot digest lactose.")
+
+
+@pytest.fixture
+def llm(settings, fake_openai):
+    settings.MEMORYHUB_LLM_BASE_URL, settings.OPENAI_API_KEY = fake_openai.base_url, "test-key"
+    return fake_openai
+
+
+def test_without_an_llm_a_pair_the_rules_cannot_tell_apart_is_kept(project):
+    for text in LACTOSE:
+        remember(project, text)
+    assert consolidate(project).counts["merged"] == 0
+
+
+def test_with_an_llm_it_decides_the_pairs_the_rules_cannot_tell_apart(project, llm):
+    first, second = (remember(project, text) for text in LACTOSE)
+    remember(project, "The user's sister is called Ana.")
+    remember(project, "The user's sister is called Lia.")  # different names: the rules keep them, no LLM asked
+    llm.script_chat('{"verdicts": [{"pair": 1, "decision": "merge"}]}')
+    run = consolidate(project)
+    assert run.counts["merged"] == 1
+    action = ConsolidationAction.objects.get(run=run)
+    assert {action.survivor_id, action.retired_id} == {first.pk, second.pk}
+    assert action.reason == "decided by the LLM: merge" and action.confidence == 0.75
+    [(_, request)] = [call for call in llm.calls if call[0].endswith("/chat/completions")]
+    asked = request["messages"][-1]["content"]
+    assert LACTOSE[0] in asked and LACTOSE[1] in asked and "Ana" not in asked
+
+
+def test_the_llms_merges_wait_for_review_under_the_default_confidence_threshold(project, llm):
+    Project.objects.filter(pk=project.pk).update(capture_policy=CapturePolicy.CONFIDENCE)
+    project.refresh_from_db()
+    for text in LACTOSE:
+        remember(project, text)
+    llm.script_chat('{"verdicts": [{"pair": 1, "decision": "merge"}]}')
+    assert consolidate(project).counts["proposed"] == 1
+
+
+def test_an_llm_that_fails_or_answers_garbage_leaves_the_pair_kept(project, llm):
+    from tests.support.openai_server import Fault
+
+    for text in LACTOSE:
+        remember(project, text)
+    llm.script_chat(Fault(status=500))
+    run = consolidate(project)
+    assert run.status == "done" and run.counts["merged"] == 0 and run.counts["kept"] >= 1
+    remember(project, "The user avoids milk.")
+    llm.script_chat("not json at all")
+    assert consolidate(project).counts["merged"] == 0

@@ -63,6 +63,7 @@ class Command(BaseCommand):
             evaluation.remove_user(project=project, user_id=figures["user_id"])
         (report_dir / "consolidation-throughput.json").write_text(json.dumps(figures, indent=2, default=str))
         full, incremental = figures["full"], figures["incremental"]
+        self.stdout.write(f"{figures['machine']}; load average {figures['load_average']}")
         self.stdout.write(f"{figures['memories']} memories stored in {figures['store_s']} s")
         for name, run in (("full", full), ("incremental", incremental)):
             self.stdout.write(
