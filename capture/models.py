@@ -33,7 +33,7 @@ class CaptureJob(models.Model):
     project = models.ForeignKey("memories.Project", on_delete=models.CASCADE, related_name="capture_jobs")
     user_id = models.CharField(max_length=255)
     conversation = models.ForeignKey(
-        "memories.Conversation", null=True, blank=True, on_delete=models.SET_NULL, related_name="capture_jobs"
+        "conversations.Conversation", null=True, blank=True, on_delete=models.SET_NULL, related_name="capture_jobs"
     )
     session_id = models.CharField(max_length=255, blank=True, default="")
     trigger = models.CharField(max_length=20, choices=Trigger.choices)

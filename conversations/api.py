@@ -16,8 +16,8 @@ from pydantic import Field, StringConstraints
 
 from conversations import selectors as conversation_selectors
 from conversations import services as conversation_services
+from conversations.models import Conversation, Message
 from conversations.schemas import ChatMessageIn
-from memories.models import Conversation, Message
 from memories.schemas import StrictSchema, UserId
 from memoryhub.auth import ERRORS, api_key
 from memoryhub.idempotency import idempotent

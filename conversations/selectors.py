@@ -7,8 +7,9 @@ from typing import Any
 
 from django.conf import settings
 
+from conversations.models import Conversation, Message
 from conversations.session import session_recent, session_store
-from memories.models import Conversation, Message, Project
+from memories.models import Project
 from memoryhub.errors import Invalid, NotFound
 
 

@@ -21,10 +21,11 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from conversations.models import Conversation, Message
 from conversations.selectors import message_state
 from conversations.session import session_append
 from conversations.window import clean_window
-from memories.models import Conversation, Message, Project
+from memories.models import Project
 from memories.services import validate_metadata
 from memoryhub.errors import PayloadTooLarge
 from memoryhub.redaction import redact, redact_json

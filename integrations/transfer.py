@@ -32,15 +32,14 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
+from conversations.models import Conversation, Message
 from integrations.models import ImportedRecord
 from memories import services
 from memories.models import (
-    Conversation,
     Kind,
     Memory,
     MemoryEdge,
     MemoryRevision,
-    Message,
     Project,
     Relationship,
     Scope,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.apps import apps
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Status
 
@@ -20,11 +21,14 @@ from memories.schemas import (
     MemoryOut,
     MemoryPageOut,
     MemoryPatch,
+    MemoryWriteOut,
     ScopeName,
     StatusName,
     SupersedeIn,
     UserId,
+    indexing_out,
     memory_out,
+    memory_write_out,
 )
 from memoryhub.auth import ERRORS, actor, api_key
 from memoryhub.idempotency import idempotent
@@ -38,38 +42,57 @@ def _fresh(request: HttpRequest, user_id: str, memory_id: Any) -> dict[str, Any]
     return memory_out(memory)
 
 
-def memory_draft(body: MemoryIn | SupersedeIn, *, scope: str) -> services.MemoryDraft:
-    """The service's draft for a create or supersede body (every transport builds it here)."""
+def write_out(request: HttpRequest, user_id: str, memory: Memory, *, created: bool) -> dict[str, Any]:
+    """A write's answer (``MemoryWriteOut``), re-read as stored so ``embedding_status`` is not stale."""
+    stored = selectors.memory_get_visible(project=api_key(request).project, user_id=user_id, memory_id=memory.pk)
+    return memory_write_out(stored, created=created, profiles=apps.is_installed("profiles"))
+
+
+def memory_draft(body: MemoryIn | SupersedeIn, *, scope: str, inherit: Memory | None = None) -> services.MemoryDraft:
+    """The service's draft for a create or supersede body (every transport builds it here).
+
+    With ``inherit`` (the memory a new version replaces), the kind, category and importance the
+    body leaves out are that memory's, not the schema's defaults.
+    """
+    given = body.model_fields_set
+
+    def field(name: str) -> Any:
+        return getattr(inherit, name) if inherit is not None and name not in given else getattr(body, name)
+
     return services.MemoryDraft(
         user_id=body.user_id,
         content=body.content,
-        kind=body.kind,
-        category=body.category,
+        kind=field("kind"),
+        category=field("category"),
         scope=scope,
-        importance=body.importance,
+        importance=field("importance"),
         metadata=body.metadata,
         expires_at=body.expires_at,
         related=[(item.id, item.relationship) for item in body.related],
     )
 
 
-@router.post("/memories", response={201: MemoryOut, **ERRORS})
+@router.post("/memories", response={201: MemoryWriteOut, 200: MemoryWriteOut, **ERRORS})
 @idempotent
 def create_memory(request: HttpRequest, body: MemoryIn) -> Status[Any]:
-    """Create one memory. It is embedded before the answer when the embedder is up."""
-    memory = memory_create_from(project=api_key(request).project, body=body, actor=actor(request))
-    return Status(201, _fresh(request, body.user_id, memory.pk))
+    """Create one memory. It is embedded before the answer when the embedder is up. The same
+    content as an active memory of the user is not stored again: 200 with that memory,
+    ``created: false`` and ``duplicate_of``."""
+    memory, created = memory_create_from(project=api_key(request).project, body=body, actor=actor(request))
+    return Status(201 if created else 200, write_out(request, body.user_id, memory, created=created))
 
 
-def memory_create_from(*, project: Project, body: MemoryIn, actor: str) -> Memory:
-    """POST /memories for any transport: create, or supersede when ``supersedes`` names a memory."""
+def memory_create_from(*, project: Project, body: MemoryIn, actor: str) -> tuple[Memory, bool]:
+    """POST /memories for any transport: create (unless it repeats an active memory), or supersede
+    when ``supersedes`` names a memory. Returns the memory and whether it was stored now."""
     if body.supersedes:
         # The same operation as POST /memories/{id}/supersede: a scope left out is the old one's.
         scope = body.scope if "scope" in body.model_fields_set else None
-        return memory_supersede_from(
+        new = memory_supersede_from(
             project=project, memory_id=body.supersedes, body=body, scope=scope, reason="", actor=actor
         )
-    return services.memory_create(project=project, draft=memory_draft(body, scope=body.scope), actor=actor)
+        return new, True
+    return services.memory_create_once(project=project, draft=memory_draft(body, scope=body.scope), actor=actor)
 
 
 def memory_supersede_from(
@@ -77,7 +100,7 @@ def memory_supersede_from(
 ) -> Memory:
     """A new version of a memory the body's user may see (a scope left out is the old one's)."""
     old = selectors.memory_get_visible(project=project, user_id=body.user_id, memory_id=memory_id)
-    draft = memory_draft(body, scope=scope or old.scope)
+    draft = memory_draft(body, scope=scope or old.scope, inherit=old)
     return services.memory_supersede(memory=old, draft=draft, actor=actor, reason=reason)
 
 
@@ -87,7 +110,9 @@ def bulk_create_memories(request: HttpRequest, body: BulkIn) -> Status[Any]:
     """Create up to 1,000 memories at once, all or nothing; embedding runs in the background."""
     drafts = [services.MemoryDraft(**item.model_dump()) for item in body.memories]
     memories = services.memory_bulk_create(project=api_key(request).project, drafts=drafts, actor=actor(request))
-    return Status(201, {"ids": [str(m.pk) for m in memories]})
+    # Bulk memories are embedded by the worker: none is found by meaning yet.
+    indexing = indexing_out(memories, changed=bool(memories), profiles=apps.is_installed("profiles"))
+    return Status(201, {"ids": [str(m.pk) for m in memories], "indexing": indexing})
 
 
 @router.get("/memories", response={200: MemoryPageOut, **ERRORS})
@@ -167,10 +192,11 @@ def memory_history(request: HttpRequest, memory_id: str, user_id: UserId) -> dic
     }
 
 
-@router.post("/memories/{memory_id}/supersede", response={201: MemoryOut, **ERRORS})
+@router.post("/memories/{memory_id}/supersede", response={201: MemoryWriteOut, **ERRORS})
 @idempotent
 def supersede_memory(request: HttpRequest, memory_id: str, body: SupersedeIn) -> Status[Any]:
-    """Write a new version; the old one becomes ``superseded`` (409 if it already is)."""
+    """Write a new version; the old one becomes ``superseded`` (409 if it already is). What the
+    body leaves out (kind, category, scope, importance) is the old version's."""
     new = memory_supersede_from(
         project=api_key(request).project,
         memory_id=memory_id,
@@ -179,4 +205,4 @@ def supersede_memory(request: HttpRequest, memory_id: str, body: SupersedeIn) ->
         reason=body.reason,
         actor=actor(request),
     )
-    return Status(201, _fresh(request, body.user_id, new.pk))
+    return Status(201, write_out(request, body.user_id, new, created=True))

@@ -396,58 +396,6 @@ class MemoryTerm(models.Model):
         return f"{self.memory_id}: {self.lexeme}"
 
 
-class Conversation(models.Model):
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="conversations")
-    user_id = models.CharField(max_length=255)
-    session_id = models.CharField(max_length=255, blank=True, default="")
-    title = models.CharField(max_length=255, blank=True, default="")
-    metadata = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        indexes = [models.Index(fields=["project", "user_id", "session_id"], name="conversation_session")]
-
-    def __str__(self) -> str:
-        return f"{self.user_id}/{self.session_id or self.id}"
-
-
-class Message(models.Model):
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
-    seq = models.PositiveIntegerField()
-    role = models.CharField(max_length=20)
-    content = models.TextField(blank=True, default="")
-    # Tool calls and other structured parts, kept verbatim for audit; never embedded.
-    extra = models.JSONField(default=dict, blank=True)
-    correlation_id = models.CharField(max_length=100, blank=True, default="")
-    embedding_model = models.CharField(max_length=100, blank=True, default="")
-    embedding = FloatVectorField(null=True, blank=True)
-    # When the message was said, as its sender dated it (``timestamp``); else when it arrived.
-    said_at = models.DateTimeField(null=True, blank=True)
-    # The message before it, as said (cut): "called the arch" answers "which gym do you go to?",
-    # so an episode is searched with what it replies to.
-    context = models.TextField(blank=True, default="")
-    # Messages are searched as episodes beside memories (``retrieval.episodes``): their words too,
-    # the context's weighing less.
-    search = models.GeneratedField(
-        expression=SearchVector("content", config="english", weight="A")
-        + SearchVector("context", config="english", weight="B"),
-        output_field=SearchVectorField(),
-        db_persist=True,
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["conversation", "seq"]
-        constraints = [models.UniqueConstraint(fields=["conversation", "seq"], name="message_unique_seq")]
-        indexes = [GinIndex(fields=["search"], name="message_search")]
-
-    def __str__(self) -> str:
-        return f"{self.role}: {self.content[:60]}"
-
-
 class ScratchpadEntry(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="scratchpad")
     user_id = models.CharField(max_length=255)

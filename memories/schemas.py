@@ -92,6 +92,7 @@ class BulkIn(StrictSchema):
 
 class BulkOut(Schema):
     ids: list[str]
+    indexing: IndexingOut
 
 
 class SupersedeIn(MemoryFields):
@@ -160,6 +161,24 @@ class MemoryOut(BodyOut):
     expires_at: datetime | None
 
 
+class IndexingOut(BodyOut):
+    """What a write answer says is searchable now: ``keyword`` (full text finds it), ``vector`` (its
+    vector is stored, so search by meaning finds it) and what is still being processed."""
+
+    keyword: bool
+    vector: bool
+    pending: list[Literal["embedding", "profile"]]
+
+
+class MemoryWriteOut(MemoryOut):
+    """The answer of a create or supersede: the memory, whether this request stored it, and what
+    is searchable now."""
+
+    created: bool
+    duplicate_of: str | None
+    indexing: IndexingOut
+
+
 class MemoryPageOut(BodyOut):
     items: list[MemoryOut]
     next_cursor: str | None
@@ -178,6 +197,29 @@ class RevisionOut(Schema):
 class HistoryOut(Schema):
     revisions: list[RevisionOut]
     chain: list[MemoryOut]
+
+
+def indexing_out(memories: list[Any], *, changed: bool, profiles: bool) -> dict[str, Any]:
+    """``IndexingOut`` for memories just written (read back as stored). Full text reads a memory's
+    words from rows its own insert writes, so an active memory is found by keyword at once; by
+    meaning only once its vector is stored. ``changed``: this request wrote something, so the
+    user's profile is rebuilt after it (when ``profiles`` are installed)."""
+    active = all(m.status == "active" for m in memories)
+    embedded = all(m.embedding_status == "ready" for m in memories)
+    pending = [] if embedded else ["embedding"]
+    if changed and profiles:
+        pending.append("profile")
+    return {"keyword": active, "vector": active and embedded, "pending": pending}
+
+
+def memory_write_out(memory: Any, *, created: bool, profiles: bool) -> dict[str, Any]:
+    """``MemoryWriteOut``: a stored (``created``) or already present memory."""
+    return {
+        **memory_out(memory),
+        "created": created,
+        "duplicate_of": None if created else str(memory.pk),
+        "indexing": indexing_out([memory], changed=created, profiles=profiles),
+    }
 
 
 def memory_out(memory: Any) -> dict[str, Any]:

@@ -78,6 +78,15 @@ def memory_get_visible(*, project: Project, user_id: str, memory_id: str | uuid.
     return memory
 
 
+def memory_active_duplicate(*, project: Project, user_id: str, scope: str, content_hash: str) -> Memory | None:
+    """The active memory a new one with ``content_hash`` would repeat: the same user's own (a user-scope
+    write), or the project's shared one (a project-scope write); None when there is none."""
+    queryset = Memory.objects.filter(project=project, scope=scope, status=Status.ACTIVE, content_hash=content_hash)
+    if scope == Scope.USER:
+        queryset = queryset.filter(user_id=user_id)
+    return queryset.order_by("created_at").first()
+
+
 @dataclass(frozen=True)
 class MemoryFilters:
     kind: str | None = None

@@ -38,7 +38,7 @@ from memories.models import (
     Status,
     Team,
 )
-from memories.selectors import api_key_active, memory_get_visible
+from memories.selectors import api_key_active, memory_active_duplicate, memory_get_visible
 from memoryhub import row_security
 from memoryhub.errors import Conflict, Invalid, NotFound, PayloadTooLarge
 from memoryhub.redaction import is_mostly_secret, redact, redact_json
@@ -50,6 +50,9 @@ EDITABLE_FIELDS = frozenset({"content", "kind", "category", "importance", "metad
 # Hooks other apps register (retrieval embeds; capture queues tasks). Keeping them as
 # plain callables keeps this module free of imports from those apps.
 after_content_change: list[Callable[[Sequence[Memory], bool], None]] = []
+# Called after the commit of any change to a memory, with (project id, user id, scope): the
+# profiles app rebuilds what rests on that user's (or, for a shared memory, the project's) memories.
+after_user_change: list[Callable[[int, str, str], None]] = []
 
 
 @dataclass
@@ -134,6 +137,19 @@ def _revision(memory: Memory, *, action: str, before: dict[str, Any], actor: str
     MemoryRevision.objects.create(
         memory=memory, action=action, before=before, after=snapshot(memory), actor=actor, reason=reason
     )
+    _user_changed(memory.project_id, memory.user_id, memory.scope)
+
+
+def _user_changed(project_id: int, user_id: str, scope: str) -> None:
+    """Run the ``after_user_change`` hooks once the surrounding transaction commits (every change
+    writes a revision, so every change comes through here)."""
+
+    def notify() -> None:
+        for hook in after_user_change:
+            hook(project_id, user_id, scope)
+
+    if after_user_change:
+        transaction.on_commit(notify)
 
 
 def _new_memory(
@@ -177,6 +193,23 @@ def memory_create(
     return memory
 
 
+def memory_create_once(*, project: Project, draft: MemoryDraft, actor: str) -> tuple[Memory, bool]:
+    """Store ``draft`` unless it repeats an active memory word for word (after the whitespace and
+    case normalisation of :func:`content_hash`, which capture's duplicate check uses too).
+
+    Returns the memory and whether it is new; a repeat answers the memory that was already there.
+    Two identical requests at the same instant may still both store (no lock is taken): the
+    repeat this guards against is an agent saying the same thing again on a later turn.
+    """
+    validate_draft(project=project, draft=draft)
+    same = memory_active_duplicate(
+        project=project, user_id=draft.user_id, scope=draft.scope, content_hash=content_hash(draft.content)
+    )
+    if same is not None:
+        return same, False
+    return memory_create(project=project, draft=draft, actor=actor), True
+
+
 def memory_bulk_create(*, project: Project, drafts: Sequence[MemoryDraft], actor: str) -> list[Memory]:
     """Store many memories in one transaction; all or nothing. Embedding runs in the background."""
     if len(drafts) > settings.MEMORYHUB_MAX_BULK:
@@ -196,6 +229,8 @@ def memory_bulk_create(*, project: Project, drafts: Sequence[MemoryDraft], actor
         MemoryRevision.objects.bulk_create(
             [MemoryRevision(memory=m, action="create", before={}, after=snapshot(m), actor=actor) for m in memories]
         )
+        for user_id, scope in sorted({(m.user_id, m.scope) for m in memories}):
+            _user_changed(project.pk, user_id, scope)
     _notify_content_change(memories, inline=False)
     return memories
 

@@ -24,6 +24,7 @@ from memoryhub import erasure, health
 from memoryhub.auth import ERRORS, api_key
 from memoryhub.errors import DomainError, Invalid, RateLimited, envelope_for, validation_envelope
 from memoryhub.parsing import StorableJSONParser, UnstorableBody
+from profiles.api import router as profiles_router
 from retrieval.api import router as retrieval_router
 
 log = logging.getLogger(__name__)
@@ -149,3 +150,4 @@ api.add_router("/", capture_router)
 api.add_router("/", conversations_router)
 api.add_router("/", transfer_router)
 api.add_router("/", consolidation_router)
+api.add_router("/", profiles_router)

@@ -19,18 +19,18 @@ from django.db import transaction
 
 from capture.models import CaptureJob
 from consolidation.models import ConsolidationRun, ConsolidationState
+from conversations.models import Conversation, Message
 from conversations.session import session_key
 from memories.models import (
-    Conversation,
     Embedding,
     Memory,
     MemoryEdge,
     MemoryRevision,
-    Message,
     Project,
     ScratchpadEntry,
 )
 from memoryhub.redis import redis_client
+from profiles.models import Profile
 from retrieval.message_vectors import searched_text
 from retrieval.models import KeywordStats, RetrievalLog
 from retrieval.vector_cache import cache_key, cache_names
@@ -72,6 +72,8 @@ def erase_user(*, project: Project, user_id: str) -> dict[str, int]:
         counts["retrieval_logs"] = _delete(RetrievalLog.objects.filter(project=project, user_id=user_id))
         counts["scratchpad_entries"] = _delete(ScratchpadEntry.objects.filter(project=project, user_id=user_id))
         counts["keyword_stats"] = _delete(KeywordStats.objects.filter(project=project, owner=user_id))
+        # The profile quotes the memories (every version of it does): it goes with them.
+        counts["profiles"] = _delete(Profile.objects.filter(project=project, user_id=user_id))
     counts["cache_entries"] = _drop_cached(conversation_ids, texts, models)
     log.info("erased user %r of project %s: %s", user_id, project.slug, counts)
     return counts

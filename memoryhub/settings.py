@@ -148,11 +148,13 @@ INSTALLED_APPS = [
     "ninja",
     "memoryhub",
     "memories",
+    "conversations",
     "retrieval",
     "capture",
     "consolidation",
     "evaluation",
     "integrations",
+    "profiles",
     "ui",
 ]
 
@@ -292,6 +294,17 @@ MEMORYHUB_RELEVANCE_MARGIN = env.optional_number(
 # memory, and its scores run lower (chosen on the natural set's dev people; docs/adr/0080).
 MEMORYHUB_EPISODE_MIN_SCORE = env.number(
     "MEMORYHUB_EPISODE_MIN_SCORE", 0.06, "relevance cut of episodes (captured messages) in `POST /retrieve`", minimum=0
+)
+# Profiles (profiles/): the standing facts of each end user, injected first by `POST /retrieve`
+# (docs/adr/0096-profiles.md).
+MEMORYHUB_PROFILE_TOKENS = env.integer(
+    "MEMORYHUB_PROFILE_TOKENS", 200, "most tokens of a user's profile text (cl100k_base)", minimum=1
+)
+MEMORYHUB_PROFILE_BUDGET_SHARE = env.number(
+    "MEMORYHUB_PROFILE_BUDGET_SHARE", 0.25, "share of a retrieve's token budget the profile may take", minimum=0
+)
+MEMORYHUB_PROFILE_DEBOUNCE_S = env.number(
+    "MEMORYHUB_PROFILE_DEBOUNCE_S", 5.0, "seconds a profile rebuild waits after a memory change", minimum=0
 )
 # The optional LLM judge stage (retrieval/judge.py): off unless asked for, and only with an LLM.
 MEMORYHUB_JUDGE = env.switch("MEMORYHUB_JUDGE", False, "LLM judge over the best few candidates (needs an LLM)")

@@ -5,12 +5,13 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from django.apps import apps
 from django.http import HttpRequest, HttpResponse
 from ninja import Router, Status
 
 from memories import selectors, services
 from memories.models import Project
-from memories.schemas import MemoryOut, memory_out
+from memories.schemas import MemoryWriteOut, memory_write_out
 from memoryhub.auth import ERRORS, actor, api_key
 from memoryhub.errors import RateLimited
 from memoryhub.idempotency import idempotent
@@ -86,14 +87,16 @@ def query_memory(request: HttpRequest, response: HttpResponse, body: QueryMemory
     return tool_memories(result)
 
 
-@router.post("/tools/add_memory", response={201: MemoryOut, **ERRORS})
+@router.post("/tools/add_memory", response={201: MemoryWriteOut, 200: MemoryWriteOut, **ERRORS})
 @idempotent
 def add_memory(request: HttpRequest, body: AddMemoryIn) -> Status[Any]:
-    """The ``add_memory`` tool: store one memory for the user (embedded before the answer)."""
+    """The ``add_memory`` tool: store one memory for the user (embedded before the answer); the
+    same content as an active memory of theirs answers that one (200, ``created: false``)."""
     draft = services.MemoryDraft(user_id=body.user_id, content=body.content, kind=body.type, category=body.category)
     project = api_key(request).project
-    memory = services.memory_create(project=project, draft=draft, actor=actor(request))
+    memory, created = services.memory_create_once(project=project, draft=draft, actor=actor(request))
     # Re-read, as POST /memories does: the row as stored, so embedding_status is not a stale "pending".
+    stored = selectors.memory_get_visible(project=project, user_id=body.user_id, memory_id=memory.pk)
     return Status(
-        201, memory_out(selectors.memory_get_visible(project=project, user_id=body.user_id, memory_id=memory.pk))
+        201 if created else 200, memory_write_out(stored, created=created, profiles=apps.is_installed("profiles"))
     )

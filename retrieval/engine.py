@@ -29,13 +29,14 @@ from memories.models import Memory, MemoryEdge, Project, Status
 from memories.selectors import memories_by_id, older_versions
 from memoryhub import deferred
 from memoryhub.errors import RateLimited
+from profiles.selectors import profile_find
 from retrieval import cache, calibration, episodes, judge, relevance
 from retrieval.embedders import Embedder, EmbedderError, embedder_for_model
 from retrieval.hyde import build_hyde_messages, parse_hypotheses
 from retrieval.llm import LLMError, complete, llm_configured
 from retrieval.memory_vectors import active_model
 from retrieval.models import RetrievalLog
-from retrieval.packing import PackItem, pack
+from retrieval.packing import PackItem, ProfileFact, pack
 from retrieval.search import Candidate, SearchParams, hybrid_search
 from retrieval.vector_cache import cache_key, cache_name, embed_texts, project_cache_name
 
@@ -65,6 +66,8 @@ class RetrieveRequest:
     judge: bool | None = None
     # The user's captured messages are searched beside memories (``retrieval.episodes``).
     episodes: bool = True
+    # The user's profile (``profiles/``) starts the injection.
+    profile: bool = True
     # The playground asks on an end user's behalf: it neither spends their rate limit nor
     # writes to their retrieval log.
     rate_limited: bool = True
@@ -126,6 +129,8 @@ class RetrieveResult:
     hypotheses: list[str] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
     correlation_id: str = ""
+    # The profile as injected: version, text, token_count, facts (None: none injected).
+    profile: dict[str, Any] | None = None
 
     def cache_entry(self) -> dict[str, Any]:
         """What the per-turn cache keeps: ids and scores, not rows (see :func:`_from_cache`)."""
@@ -137,6 +142,7 @@ class RetrieveResult:
             "injection": self.injection,
             "token_count": self.token_count,
             "truncated": self.truncated,
+            "profile": self.profile,
         }
 
 
@@ -212,6 +218,7 @@ def _from_cache(project: Project, request: RetrieveRequest, entry: dict[str, Any
         hits = [(str(h["id"]), float(h["score"]), tuple(h["matched_by"])) for h in entry["hits"]]
         said = [(str(e["id"]), float(e["score"]), tuple(e["matched_by"])) for e in entry["episodes"]]
         injection, tokens, truncated = str(entry["injection"]), int(entry["token_count"]), bool(entry["truncated"])
+        profile = entry["profile"]
     except (KeyError, TypeError, ValueError):
         return None
     found_episodes = episodes.load(project=project, user_id=request.user_id, ids=[i for i, _, _ in said])
@@ -235,6 +242,7 @@ def _from_cache(project: Project, request: RetrieveRequest, entry: dict[str, Any
         token_count=tokens,
         truncated=truncated,
         cached=True,
+        profile=profile,
     )
 
 
@@ -685,7 +693,9 @@ def build_result(
     ]
     if said:
         items = sorted(items, key=lambda item: -item.score)[: request.limit]
-    packed = pack(items, token_budget=budget)
+    facts, version = profile_facts(project, request)
+    share = float(settings.MEMORYHUB_PROFILE_BUDGET_SHARE)
+    packed = pack(items, token_budget=budget, profile=facts, profile_share=share)
     trace.excluded_ids = packed.excluded_ids
     by_id = {str(m.pk): (m, s) for m, s in ranked}
     by_key = {e.key: e for e in said}
@@ -698,7 +708,29 @@ def build_result(
         injection=packed.injection,
         token_count=packed.token_count,
         truncated=packed.truncated,
+        profile=_profile_out(version, packed.profile_facts, packed.profile_tokens),
     )
+
+
+def profile_facts(project: Project, request: RetrieveRequest) -> tuple[list[ProfileFact], int]:
+    """The user's profile facts, in the profile's order, and its version (none when the request
+    turns it off, or before a profile was built)."""
+    profile = profile_find(project=project, user_id=request.user_id) if request.profile else None
+    if profile is None:
+        return [], 0
+    facts = [ProfileFact(str(f["text"]), tuple(str(i) for i in f.get("memory_ids", ()))) for f in profile.facts]
+    return facts, profile.version
+
+
+def _profile_out(version: int, facts: Sequence[ProfileFact], tokens: int) -> dict[str, Any] | None:
+    if not facts:
+        return None
+    return {
+        "version": version,
+        "text": "\n".join("- " + " ".join(f.text.split()) for f in facts),
+        "token_count": tokens,
+        "facts": [{"text": f.text, "memory_ids": list(f.memory_ids)} for f in facts],
+    }
 
 
 def _hit(

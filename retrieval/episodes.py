@@ -15,6 +15,7 @@ statement names the project and the end user, and the tables' row policies apply
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,8 +25,9 @@ import numpy as np
 from django.db import connection
 
 from conversations.dates import annotate
+from conversations.models import Message
 from memories.fields import vector_literal
-from memories.models import Memory, Message, Project
+from memories.models import Memory, Project
 from retrieval import calibration, relevance
 from retrieval.search import Candidate
 
@@ -35,6 +37,14 @@ EPISODE_DEPTH = 30
 PREFIX = "episode:"
 # An episode whose memory was superseded keeps this share of its score: still findable, below the news.
 OUTDATED_FACTOR = 0.5
+# A later message saying that something changed: what an earlier one said about the same thing
+# (a shared word, stemmed and without stop words) is outdated ("trip to sicily in june" after
+# "sicily is postponed to september"; "i'm going solo" after "not solo anymore").
+_CHANGED = re.compile(
+    r"\b(?:any ?more|no longer|instead|actually|switched|changed|moved|postponed|rescheduled|"
+    r"pushed back|cancell?ed|dropped|ditched|quit|stopped|update)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -53,8 +63,11 @@ class Episode:
     score: float = 0.0
     matched_by: tuple[str, ...] = ()
     candidate: Candidate | None = field(default=None, repr=False)
-    # A memory it became was superseded since: it ranks below what replaced it.
+    # A memory it became was superseded since, or a later message said it changed: it ranks
+    # below what replaced it.
     outdated: bool = False
+    # Its words as the full-text search reads them (stemmed, no stop words).
+    words: frozenset[str] = field(default=frozenset(), repr=False)
 
     @property
     def key(self) -> str:
@@ -100,6 +113,7 @@ SELECT mine.id::text, keyword.coverage, mine.id IN (SELECT id FROM nearest),
        EXISTS (SELECT 1 FROM memories_memory old
                WHERE old.project_id = %(project)s AND old.user_id = %(user)s AND old.status = 'superseded'
                  AND old.source -> 'messages' @> jsonb_build_array(jsonb_build_object('id', mine.id::text))),
+       tsvector_to_array(to_tsvector('english', m.content)),
        c.id::text, c.session_id, m.role, m.content, m.context, coalesce(m.said_at, m.created_at), m.correlation_id
 FROM mine LEFT JOIN keyword ON keyword.id = mine.id
 JOIN memories_message m ON m.id = mine.id JOIN memories_conversation c ON c.id = m.conversation_id
@@ -127,14 +141,14 @@ def find(
         cursor.execute(_statement(count), params)
         rows = cursor.fetchall()
     found = []
-    for message_id, coverage, near, distances, outdated, *message in rows:
+    for message_id, coverage, near, distances, outdated, words, *message in rows:
         cosines = [None if d is None else 1.0 - float(d) for d in (distances or [])]
         asked = [c for c in cosines[:query_vectors] if c is not None]
         hyde = [c for c in cosines[query_vectors:] if c is not None]
         matched_by = [name for name, hit in (("keyword", coverage is not None), ("vector", near)) if hit]
         episode = _episode(message_id, *message)
         # A message whose memory a later one superseded: what it said has changed since.
-        episode.outdated, episode.matched_by = outdated, tuple(matched_by)
+        episode.outdated, episode.matched_by, episode.words = outdated, tuple(matched_by), frozenset(words)
         episode.candidate = Candidate(
             memory_id=episode.key,
             rrf=0.0,
@@ -145,7 +159,16 @@ def find(
             matched_by=matched_by,
         )
         found.append(episode)
+    _overtaken(found)
     return found
+
+
+def _overtaken(found: Sequence[Episode]) -> None:
+    """Mark each episode a later one among ``found`` says has changed (``_CHANGED``, a shared word)."""
+    changes = [e for e in found if _CHANGED.search(e.content)]
+    for older in found:
+        if not older.outdated:
+            older.outdated = any(n.said_at > older.said_at and n.words & older.words for n in changes)
 
 
 def _episode(

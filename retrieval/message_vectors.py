@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from memories.models import Message
+from conversations.models import Message
 from retrieval.embedders import embedder_for_model
 from retrieval.memory_vectors import active_model
 from retrieval.queueing import queue_message_embedding

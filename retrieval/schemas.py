@@ -35,6 +35,8 @@ class RetrieveIn(StrictSchema):
     judge: bool | None = None
     # Search the user's captured messages (episodes) beside memories.
     episodes: bool = True
+    # Start the injection with the user's profile (docs/api.md).
+    profile: bool = True
 
     @model_validator(mode="after")
     def query_or_messages(self) -> RetrieveIn:
@@ -64,6 +66,20 @@ class EpisodeOut(Schema):
     matched_by: list[str]
 
 
+class InjectedFactOut(BodyOut):
+    text: str
+    memory_ids: list[str]
+
+
+class InjectedProfileOut(BodyOut):
+    """The part of the user's profile that starts the injection."""
+
+    version: int
+    text: str
+    token_count: int
+    facts: list[InjectedFactOut]
+
+
 class RetrieveOut(BodyOut):
     memories: list[RetrievedMemoryOut]
     episodes: list[EpisodeOut]
@@ -75,6 +91,7 @@ class RetrieveOut(BodyOut):
     hypotheses: list[str]
     timings_ms: dict[str, float]
     correlation_id: str
+    profile: InjectedProfileOut | None
 
 
 class QueryMemoryIn(StrictSchema):
@@ -125,6 +142,7 @@ def retrieve_out(result: RetrieveResult) -> dict[str, Any]:
         "hypotheses": result.hypotheses,
         "timings_ms": result.timings_ms,
         "correlation_id": result.correlation_id,
+        "profile": result.profile,
     }
 
 

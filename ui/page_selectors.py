@@ -18,7 +18,8 @@ from django.db.models import Count, Min, Q
 from django.http import Http404
 
 from capture.models import CaptureJob
-from memories.models import ApiKey, Conversation, Membership, Memory, Message, Project, Role, Status, Team
+from conversations.models import Conversation, Message
+from memories.models import ApiKey, Membership, Memory, Project, Role, Status, Team
 from memories.selectors import memories_visible
 from retrieval.models import RetrievalLog
 

@@ -15,6 +15,7 @@ from ui.views import (
     memory_list,
     operations,
     playground,
+    profiles,
     review,
     transfer,
 )
@@ -89,4 +90,5 @@ urlpatterns = [
         consolidation.review_reject,
         name="review_consolidation_reject",
     ),
+    path(P + "users/<str:user_id>/profile/", profiles.profile_page, name="profile"),
 ]

@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('memories', '0020_memoryedge_depends_on'),
+        ('memories', '0021_memoryedge_depends_on'),
     ]
 
     operations = [

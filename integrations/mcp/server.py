@@ -19,6 +19,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from integrations.mcp.tools import (
+    PROFILE_TEMPLATE,
     RESOURCE_TEMPLATE,
     TOOLS,
     Principal,
@@ -27,6 +28,7 @@ from integrations.mcp.tools import (
     category_resources,
     input_schema,
     output_schema,
+    profile_resource_uri,
     read_resource,
 )
 
@@ -79,6 +81,19 @@ def build_server(principal: Principal) -> Server[Any]:
     async def list_resources(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
+        # The connection's user has a profile resource too (none when each call names its user).
+        profile_listing = (
+            [
+                types.Resource(
+                    uri=profile_resource_uri(user_id=principal.user_id),
+                    name="profile",
+                    description="The user's profile: standing facts and the memories they rest on",
+                    mime_type="application/json",
+                )
+            ]
+            if principal.user_id is not None
+            else []
+        )
         return types.ListResourcesResult(
             resources=[
                 types.Resource(
@@ -89,6 +104,7 @@ def build_server(principal: Principal) -> Server[Any]:
                 )
                 for uri, category in category_resources(principal)
             ]
+            + profile_listing
         )
 
     async def list_templates(
@@ -100,7 +116,13 @@ def build_server(principal: Principal) -> Server[Any]:
             description="One user's newest memories in one category (GET /api/v1/memories?category=…)",
             mime_type="application/json",
         )
-        return types.ListResourceTemplatesResult(resource_templates=[template])
+        profile = types.ResourceTemplate(
+            uri_template=PROFILE_TEMPLATE,
+            name="profile",
+            description="One user's profile (GET /api/v1/users/{user_id}/profile)",
+            mime_type="application/json",
+        )
+        return types.ListResourceTemplatesResult(resource_templates=[template, profile])
 
     async def read(ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         try:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
 
+from django.apps import apps
 from django.db import close_old_connections, connection
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
@@ -35,9 +36,20 @@ from integrations.mcp.schemas import (
 from memories import scratchpad, selectors, services
 from memories.api import memory_create_from, memory_page, memory_supersede_from
 from memories.models import Project
-from memories.schemas import MemoryIn, MemoryOut, MemoryPageOut, ScratchpadOut, memory_out
+from memories.schemas import (
+    MemoryIn,
+    MemoryOut,
+    MemoryPageOut,
+    MemoryWriteOut,
+    ScratchpadOut,
+    memory_out,
+    memory_write_out,
+)
 from memoryhub import row_security
 from memoryhub.errors import Invalid, NotFound, envelope_for, validation_envelope
+from profiles import selectors as profile_selectors
+from profiles.schemas import ProfileOut
+from profiles.services import profile_as_dict
 from retrieval.api import retrieve_request, retrieve_within_limit
 from retrieval.schemas import RetrieveIn, RetrieveOut, retrieve_out
 
@@ -86,9 +98,15 @@ def _query_memory(p: Principal, body: RetrieveIn) -> dict[str, Any]:
     return retrieve_out(result)
 
 
+def _written(principal: Principal, user_id: str, memory_id: Any, *, created: bool) -> dict[str, Any]:
+    """A write's answer as the API gives it (``MemoryWriteOut``)."""
+    stored = selectors.memory_get_visible(project=principal.project, user_id=user_id, memory_id=memory_id)
+    return memory_write_out(stored, created=created, profiles=apps.is_installed("profiles"))
+
+
 def _add_memory(p: Principal, body: MemoryIn) -> dict[str, Any]:
-    memory = memory_create_from(project=p.project, body=body, actor=p.actor)
-    return _fresh(p, body.user_id, memory.pk)
+    memory, created = memory_create_from(project=p.project, body=body, actor=p.actor)
+    return _written(p, body.user_id, memory.pk, created=created)
 
 
 def _update_memory(p: Principal, body: UpdateMemoryIn) -> dict[str, Any]:
@@ -102,7 +120,7 @@ def _supersede_memory(p: Principal, body: SupersedeMemoryIn) -> dict[str, Any]:
     new = memory_supersede_from(
         project=p.project, memory_id=body.memory_id, body=body, scope=body.scope, reason=body.reason, actor=p.actor
     )
-    return _fresh(p, body.user_id, new.pk)
+    return _written(p, body.user_id, new.pk, created=True)
 
 
 def _forget_memory(p: Principal, body: MemoryRefIn) -> dict[str, Any]:
@@ -152,9 +170,10 @@ TOOLS: dict[str, Tool] = {
         Tool(
             "add_memory",
             "Store one durable fact, preference, decision or note (POST /api/v1/memories). One self-contained "
-            "sentence; never secrets or transient details. `supersedes` replaces an outdated memory.",
+            "sentence; never secrets or transient details. `supersedes` replaces an outdated memory. The same "
+            "content as an active memory is not stored twice: `created` is false and `duplicate_of` names it.",
             MemoryIn,
-            MemoryOut,
+            MemoryWriteOut,
             _add_memory,
         ),
         Tool(
@@ -169,7 +188,7 @@ TOOLS: dict[str, Tool] = {
             "Write a new version of a memory that changed; the old one is kept as superseded "
             "(POST /api/v1/memories/{id}/supersede).",
             SupersedeMemoryIn,
-            MemoryOut,
+            MemoryWriteOut,
             _supersede_memory,
         ),
         Tool(
@@ -289,6 +308,11 @@ def in_tenant(principal: Principal, work: Callable[[], Any]) -> Any:
 RESOURCE_PREFIX = "memoryhub://users/"
 RESOURCE_TEMPLATE = RESOURCE_PREFIX + "{user_id}/memories/{category}"
 RESOURCE_LIMIT = 200  # the largest page GET /memories answers
+PROFILE_TEMPLATE = RESOURCE_PREFIX + "{user_id}/profile"
+
+
+def profile_resource_uri(*, user_id: str) -> str:
+    return RESOURCE_PREFIX + f"{quote(user_id, safe='')}/profile"
 
 
 def resource_uri(*, user_id: str, category: str) -> str:
@@ -308,6 +332,8 @@ def read_resource(principal: Principal, uri: str) -> dict[str, Any]:
     """The newest memories of one user in one category, as GET /memories answers them."""
 
     def work() -> dict[str, Any]:
+        if uri.startswith(RESOURCE_PREFIX) and uri.endswith("/profile"):
+            return _profile(uri)
         user_id, category = _parse_resource(uri)
         try:
             query = ListMemoriesIn.model_validate(
@@ -317,6 +343,14 @@ def read_resource(principal: Principal, uri: str) -> dict[str, Any]:
             message, details = validation_envelope(exc.errors())
             raise ToolError(422, "validation_error", message, details) from exc
         return MemoryPageOut.model_validate(memory_page(project=principal.project, query=query)).model_dump(mode="json")
+
+    def _profile(uri: str) -> dict[str, Any]:
+        user_id = unquote(uri.removeprefix(RESOURCE_PREFIX).removesuffix("/profile"))
+        if not user_id or "/" in user_id:
+            raise NotFound(f"no resource {uri!r}; the profile is {PROFILE_TEMPLATE}", code="not_found")
+        user_id = with_user(principal, {"user_id": user_id})["user_id"]
+        profile = profile_selectors.profile_get(project=principal.project, user_id=user_id)
+        return ProfileOut.model_validate(profile_as_dict(profile)).model_dump(mode="json")
 
     return dict(in_tenant(principal, work))
 

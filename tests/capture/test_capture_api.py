@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from capture.models import CaptureJob
-from memories.models import Message
+from conversations.models import Message
 from memoryhub.redis import redis_client
 
 WINDOW = [

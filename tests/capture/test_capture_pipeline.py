@@ -13,8 +13,9 @@ from django.db import connection
 from capture import services
 from capture.models import CaptureJob
 from capture.pipeline import Outcome, extract, run_job
+from conversations.models import Message
 from memories import services as memory_services
-from memories.models import Memory, MemoryEdge, MemoryRevision, Message, Project
+from memories.models import Memory, MemoryEdge, MemoryRevision, Project
 from retrieval.duplicates import NearDuplicateFinder
 
 pytestmark = pytest.mark.django_db

@@ -8,8 +8,8 @@ import pytest
 from django.db import OperationalError, connection
 from django.utils import timezone
 
+from conversations.models import Message
 from conversations.session import session_key
-from memories.models import Message
 from memoryhub.redis import redis_client
 from retrieval.message_vectors import embed_messages, messages_awaiting_embedding
 

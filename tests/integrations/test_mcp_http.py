@@ -15,6 +15,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from integrations.mcp.http import USER_HEADER as USER
 from memories.models import Memory, Project
 from memories.schemas import MemoryIn
+from profiles import services
 from tests.support.mcp_client import answer, error_code, http_client, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -272,9 +273,25 @@ def test_resources_are_a_users_memories_by_category(mcp_url, api, make_memory):
             return listed, contents, refused.value
 
     listed, contents, refused = run(conversation)
-    assert len(listed) == len(api.project.taxonomy)
+    assert len(listed) == len(api.project.taxonomy) + 1  # and the profile
     items = json.loads(contents[0].text)["items"]
     assert [m["id"] for m in items] == [fact["id"]]
+    assert refused.error.data["error"]["code"] == "user_fixed"
+
+
+def test_the_profile_is_a_resource_of_the_connections_user(mcp_url, api, make_memory):
+    make_memory(user_id="alice", content="Alice is allergic to peanuts.")
+    services.profile_rebuild(project=api.project, user_id="alice")
+
+    async def conversation() -> Any:
+        async with http_client(mcp_url, key=api.key, user="alice") as client:
+            contents = (await client.read_resource("memoryhub://users/alice/profile")).contents
+            with pytest.raises(MCPError) as refused:
+                await client.read_resource("memoryhub://users/mallory/profile")
+            return contents, refused.value
+
+    contents, refused = run(conversation)
+    assert json.loads(contents[0].text)["text"] == "- Alice is allergic to peanuts."
     assert refused.error.data["error"]["code"] == "user_fixed"
 
 

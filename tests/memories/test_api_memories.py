@@ -52,6 +52,9 @@ def test_created_memory_has_the_documented_shape(make_memory):
         "created_at",
         "updated_at",
         "expires_at",
+        "created",
+        "duplicate_of",
+        "indexing",
     }
     assert (memory["kind"], memory["status"], memory["version"], memory["importance"]) == ("decision", "active", 1, 0.9)
 

@@ -7,8 +7,9 @@ from django.db import DatabaseError, connection, transaction
 from django.test import override_settings
 
 from capture.models import CaptureJob
+from conversations.models import Conversation, Message
 from memories import selectors
-from memories.models import Conversation, Embedding, Memory, MemoryRevision, Message
+from memories.models import Embedding, Memory, MemoryRevision
 from memoryhub import row_security
 from retrieval.models import RetrievalLog
 

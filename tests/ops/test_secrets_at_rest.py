@@ -131,9 +131,11 @@ def test_scratchpad_values_are_stored_redacted(api):
 def test_the_migrations_redact_what_was_stored_before(api, make_memory):
     from importlib import import_module
 
-    from django.apps import apps
+    from django.db import connection
+    from django.db.migrations.loader import MigrationLoader
 
-    from memories.models import Memory, Message
+    from conversations.models import Message
+    from memories.models import Memory
 
     memory = make_memory(content="Alice keeps bees.")
     Memory.objects.filter(pk=memory["id"]).update(content=f"Alice keeps bees; her card is {CARD}.")
@@ -146,8 +148,10 @@ def test_the_migrations_redact_what_was_stored_before(api, make_memory):
     CaptureJob.objects.update(window=[{"role": "user", "content": f"SSN {SSN}"}])
     assert any(s in stored_text() for s in SECRETS)
 
-    import_module("memories.migrations.0007_redact_stored_secrets").forward(apps, None)
-    import_module("capture.migrations.0003_redact_stored_secrets").forward(apps, None)
+    # Each with the models as they were when it ran (Message lived in ``memories`` then).
+    for app, name in (("memories", "0007_redact_stored_secrets"), ("capture", "0003_redact_stored_secrets")):
+        then = MigrationLoader(connection).project_state((app, name)).apps
+        import_module(f"{app}.migrations.{name}").forward(then, None)
 
     assert_nothing_stored()
     assert Memory.objects.get(pk=memory["id"]).embedding_status == "pending"

@@ -23,6 +23,7 @@ PUBLISHED_NAMES = {
     "retrieval.tasks.build_vector_index_task",
     "consolidation.tasks.consolidation_run_task",
     "consolidation.tasks.schedule_consolidations",
+    "profiles.tasks.rebuild_profiles_task",
 }
 
 

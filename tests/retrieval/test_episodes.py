@@ -6,13 +6,16 @@ POST /retrieve asks about them: real Postgres, real embedder, no LLM.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from capture.models import CaptureJob
 from capture.pipeline import run_job
-from memories.models import Memory, Message
+from conversations.models import Message
+from memories.models import Memory
+from retrieval import episodes
 from retrieval.memory_vectors import embed_memories
 
 pytestmark = pytest.mark.django_db
@@ -230,3 +233,44 @@ def test_a_message_whose_memory_was_superseded_ranks_at_half_its_score(api):
     outdated = score()
     Memory.objects.filter(pk=memory.pk).update(source={})  # the superseded memory no longer names it
     assert outdated == pytest.approx(score() / 2, abs=1e-4)
+
+
+def test_a_later_message_saying_it_changed_outranks_the_earlier_one(api):
+    capture(
+        api,
+        [
+            {"role": "user", "content": "learning italian for a trip to sicily with my dad in june"},
+            {"role": "assistant", "content": "Sounds wonderful! Palermo is lovely in June."},
+        ],
+        session_id="s1",
+    )
+    capture(
+        api,
+        [
+            {"role": "user", "content": "bad news, dad broke his ankle so sicily is postponed to september"},
+            {"role": "assistant", "content": "Sorry to hear that, I hope he heals quickly."},
+        ],
+        session_id="s2",
+    )
+    said = ask(api, "when are we going to sicily?", min_score=0)["episodes"]
+    assert "postponed" in said[0]["content"], said
+    june = next(e for e in said if "june" in e["content"])
+    # Nothing later said the postponement changed: it keeps its whole score.
+    assert june["score"] < said[0]["score"]
+
+
+def test_only_a_later_message_on_the_same_subject_that_says_it_changed_outdates():
+    def said(content: str, day: int, words: str) -> episodes.Episode:
+        return episodes.Episode(
+            id=content, conversation_id="c", session_id="s", role="user", content=content,
+            said_at=datetime(2026, 3, day, tzinfo=UTC), words=frozenset(words.split()),
+        )  # fmt: skip
+
+    nurse = said("my sister nora is a nurse in leeds", 1, "sister nora nurs leed")
+    solo = said("i'm going solo", 2, "go solo")
+    other = said("we switched the team chat to matrix", 3, "switch team chat matrix")
+    company = said("not solo anymore, dev is coming", 4, "solo anymor dev come")
+    earlier = said("dropped it, going solo", 1, "drop go solo")
+    found = [nurse, solo, other, company, earlier]
+    episodes._overtaken(found)
+    assert [e.outdated for e in found] == [False, True, False, False, True]

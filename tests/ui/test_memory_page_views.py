@@ -4,8 +4,8 @@ search and links worded from the reader's side."""
 from __future__ import annotations
 
 from capture.models import CaptureJob
+from conversations.models import Conversation
 from memories import services
-from memories.models import Conversation
 
 
 def _page(client, project, memory):

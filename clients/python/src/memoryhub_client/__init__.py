@@ -2,38 +2,8 @@
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
-
-from memoryhub_client._core import NO_RETRY, RetryPolicy
-from memoryhub_client.client import MemoryHub
-from memoryhub_client.errors import (
-    BadRequest,
-    Conflict,
-    MemoryHubError,
-    MethodNotAllowed,
-    NotFound,
-    PayloadTooLarge,
-    RateLimited,
-    ServerError,
-    TransportError,
-    Unauthorized,
-    Unavailable,
-    ValidationError,
-)
-from memoryhub_client.models import (
-    CaptureJob,
-    Consolidation,
-    Episode,
-    History,
-    JobAccepted,
-    Link,
-    Memory,
-    MemoryPage,
-    QueryMemoryResult,
-    RetrievedMemory,
-    RetrieveResult,
-    ScratchpadEntry,
-)
 
 __all__ = [
     "NO_RETRY",
@@ -68,14 +38,66 @@ __all__ = [
 
 
 if TYPE_CHECKING:
+    from memoryhub_client._core import NO_RETRY, RetryPolicy
     from memoryhub_client.aio import AsyncMemoryHub
+    from memoryhub_client.client import MemoryHub
+    from memoryhub_client.errors import (
+        BadRequest,
+        Conflict,
+        MemoryHubError,
+        MethodNotAllowed,
+        NotFound,
+        PayloadTooLarge,
+        RateLimited,
+        ServerError,
+        TransportError,
+        Unauthorized,
+        Unavailable,
+        ValidationError,
+    )
+    from memoryhub_client.models import (
+        CaptureJob,
+        Consolidation,
+        Episode,
+        History,
+        JobAccepted,
+        Link,
+        Memory,
+        MemoryPage,
+        QueryMemoryResult,
+        RetrievedMemory,
+        RetrieveResult,
+        ScratchpadEntry,
+    )
+
+# Where each public name lives. They load on first use: ``memoryhub hook`` starts a process per
+# agent event and answers a prompt without the HTTP library the client is built on (its import
+# alone is most of a hook's time).
+_HOMES = {
+    "NO_RETRY": "_core",
+    "RetryPolicy": "_core",
+    "MemoryHub": "client",
+    "AsyncMemoryHub": "aio",
+    **dict.fromkeys(
+        (
+            "BadRequest", "Conflict", "MemoryHubError", "MethodNotAllowed", "NotFound", "PayloadTooLarge",
+            "RateLimited", "ServerError", "TransportError", "Unauthorized", "Unavailable", "ValidationError",
+        ),
+        "errors",
+    ),
+    **dict.fromkeys(
+        (
+            "CaptureJob", "Consolidation", "Episode", "History", "JobAccepted", "Link", "Memory", "MemoryPage",
+            "QueryMemoryResult", "RetrievedMemory", "RetrieveResult", "ScratchpadEntry",
+        ),
+        "models",
+    ),
+}  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:
-    # The async client (and asyncio) load on first use: the command line's hooks start a process
-    # per event and never need them.
-    if name == "AsyncMemoryHub":
-        from memoryhub_client.aio import AsyncMemoryHub  # noqa: PLC0415
-
-        return AsyncMemoryHub
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"memoryhub_client.{_HOMES[name]}"), name)
+    globals()[name] = value
+    return value

@@ -228,6 +228,7 @@ class AsyncMemoryHub:
         include_superseded: bool | None = None,
         judge: bool | None = None,
         episodes: bool | None = None,
+        profile: bool | None = None,
     ) -> RetrieveResult:
         """The memories relevant to ``query`` (or the conversation ``messages``) and the
         injection text for a system prompt."""

@@ -54,6 +54,16 @@ class Memory:
 
 
 @dataclass(frozen=True)
+class MemoryWrite(Memory):
+    """A create or supersede answer: the memory, whether this request stored it (``created``;
+    False: ``duplicate_of`` names the active memory it repeats), and what is searchable now."""
+
+    created: bool = True
+    duplicate_of: str | None = None
+    indexing: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class MemoryPage:
     """One page of ``GET /memories``; ``next_cursor`` is None on the last page."""
 
@@ -66,6 +76,8 @@ class BulkResult:
     """The ids ``POST /memories/bulk`` created, in the order sent."""
 
     ids: list[str]
+    # What is searchable now: {keyword, vector, pending} (older servers send none).
+    indexing: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -129,6 +141,8 @@ class RetrieveResult:
     correlation_id: str
     # The user's own messages that answer too (older servers send none).
     episodes: list[Episode] = field(default_factory=list)
+    # The part of the user's profile that starts the injection (None: none was injected).
+    profile: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ OPERATIONS: dict[str, Operation] = {
         "/memories",
         201,
         body=(*_MEMORY_FIELDS, "scope", "supersedes"),
-        response=models.Memory,
+        response=models.MemoryWrite,
         creates=True,
     ),
     "bulk_create_memories": Operation(
@@ -73,7 +73,7 @@ OPERATIONS: dict[str, Operation] = {
         "/memories/{memory_id}/supersede",
         201,
         body=(*_MEMORY_FIELDS, "scope", "reason"),
-        response=models.Memory,
+        response=models.MemoryWrite,
         creates=True,
     ),
     "retrieve": Operation(
@@ -94,6 +94,7 @@ OPERATIONS: dict[str, Operation] = {
             "include_superseded",
             "judge",
             "episodes",
+            "profile",
         ),
         response=models.RetrieveResult,
     ),
@@ -142,6 +143,8 @@ NOT_COVERED: dict[tuple[str, str], str] = {
     ("POST", "/conversations/{conversation_id}/messages"): "durable conversations (as above)",
     ("GET", "/conversations/{conversation_id}"): "durable conversations (as above)",
     ("GET", "/conversations/{conversation_id}/recent"): "durable conversations (as above)",
+    ("GET", "/users/{user_id}/profile"): "profiles: the retrieve answer carries the injected part; not called yet",
+    ("POST", "/users/{user_id}/profile/rebuild"): "profiles (as above)",
     ("PUT", "/scratchpad/search"): "a reserved key that only answers an error",
     ("DELETE", "/scratchpad/search"): "a reserved key that only answers an error",
 }

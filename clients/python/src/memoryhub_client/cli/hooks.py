@@ -20,14 +20,18 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Mapping
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memoryhub_client._core import NO_RETRY
 from memoryhub_client.cli import config as settings
 from memoryhub_client.cli.transcripts import MAX_MESSAGE_CHARS, claude_code_message
-from memoryhub_client.client import MemoryHub
+from memoryhub_client.errors import error_for
+
+if TYPE_CHECKING:
+    from memoryhub_client.client import MemoryHub
 
 log = logging.getLogger("memoryhub.hook")
 
@@ -41,6 +45,20 @@ MAX_MESSAGES = 200
 
 def events(agent: str) -> tuple[str, ...]:
     return CONTEXT_EVENTS[agent] + tuple(CAPTURE_EVENTS[agent])
+
+
+def parse(args: Sequence[str]) -> tuple[str, str] | None:
+    """``(agent, event)`` from ``[--agent AGENT] [--json] EVENT``, or None for anything else (the
+    whole command line then parses it, and explains what is wrong)."""
+    rest = [a for a in args if a != "--json"]
+    agent = "claude-code"
+    if rest[:1] == ["--agent"] and len(rest) >= 2:
+        agent, rest = rest[1], rest[2:]
+    elif rest[:1] and rest[0].startswith("--agent="):
+        agent, rest = rest[0].partition("=")[2], rest[1:]
+    if len(rest) != 1 or agent not in AGENTS or rest[0] not in events(agent):
+        return None
+    return agent, rest[0]
 
 
 def state_dir(env: Mapping[str, str] = os.environ) -> Path:
@@ -77,14 +95,18 @@ def _run_within_limit(agent: str, event: str, raw: str, env: Mapping[str, str]) 
         if not isinstance(payload, dict):
             raise ValueError("the payload is not a JSON object")
         conf = settings.load(env).require()
-        with MemoryHub(base_url=conf.url, api_key=conf.api_key, timeout=_timeout(env), retry=NO_RETRY) as hub:
-            if event in CONTEXT_EVENTS[agent]:
-                return _context_answer(agent, event, _context(hub, conf, event, payload, env))
-            if event in CAPTURE_EVENTS[agent]:
+        if event in CONTEXT_EVENTS[agent]:
+            return _context_answer(agent, event, _context(conf, event, payload, env))
+        if event in CAPTURE_EVENTS[agent]:
+            # The full client here: a capture hook's answer is not awaited by the user.
+            from memoryhub_client._core import NO_RETRY  # noqa: PLC0415
+            from memoryhub_client.client import MemoryHub  # noqa: PLC0415
+
+            with MemoryHub(base_url=conf.url, api_key=conf.api_key, timeout=_timeout(env), retry=NO_RETRY) as hub:
                 sent = _capture(hub, conf, agent, CAPTURE_EVENTS[agent][event], payload, env)
-                log.info("%s %s: sent %d message(s)", agent, event, sent)
-            else:
-                log.warning("%s: no hook for event %r", agent, event)
+            log.info("%s %s: sent %d message(s)", agent, event, sent)
+        else:
+            log.warning("%s: no hook for event %r", agent, event)
     except Exception:
         log.exception("%s %s failed; the agent goes on without memory", agent, event)
     finally:
@@ -101,7 +123,7 @@ def _timeout(env: Mapping[str, str]) -> float:
     return min(max(wanted, 0.1), MAX_TIMEOUT_S)
 
 
-def _context(hub: MemoryHub, conf: settings.Config, event: str, payload: dict[str, Any], env: Mapping[str, str]) -> str:
+def _context(conf: settings.Config, event: str, payload: dict[str, Any], env: Mapping[str, str]) -> str:
     """The injection for this event: the prompt's memories, or at session start the memories
     about the project the agent was opened in."""
     prompt = payload.get("prompt")
@@ -113,8 +135,33 @@ def _context(hub: MemoryHub, conf: settings.Config, event: str, payload: dict[st
     session = str(payload.get("session_id") or "")
     turn = hashlib.sha256(f"{session}\n{event}\n{query}".encode()).hexdigest()[:32]
     budget = int(env.get("MEMORYHUB_HOOK_TOKEN_BUDGET", "800"))
-    found = hub.retrieve(user_id=conf.user_id, query=query[:MAX_MESSAGE_CHARS], turn_id=turn, token_budget=budget)
-    return found.injection
+    body = {"user_id": conf.user_id, "query": query[:MAX_MESSAGE_CHARS], "turn_id": turn, "token_budget": budget}
+    return str(_post(conf, "/retrieve", body, timeout=_timeout(env)).get("injection") or "")
+
+
+def _post(conf: settings.Config, path: str, body: dict[str, Any], *, timeout: float) -> dict[str, Any]:
+    """One request with the standard library, once, no retries: the client's transport costs a
+    prompt more to import than the request takes. Error answers raise as the client's would."""
+    request = urllib.request.Request(
+        conf.url.rstrip("/") + "/api/v1" + path,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={
+            "Authorization": f"Bearer {conf.api_key}",
+            "Accept": "application/json",
+            "Content-Type": "application/json",
+        },
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (the configured server)
+            answer = json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as error:
+        try:
+            envelope = json.loads(error.read() or b"{}")
+        except ValueError:
+            envelope = None
+        raise error_for(error.code, envelope) from None
+    return answer if isinstance(answer, dict) else {}
 
 
 def _context_answer(agent: str, event: str, context: str) -> str:

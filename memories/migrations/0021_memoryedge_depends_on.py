@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memories', '0019_message_episodes'),
+        ('memories', '0020_conversations_move_to_their_app'),
     ]
 
     operations = [

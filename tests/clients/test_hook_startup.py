@@ -1,0 +1,71 @@
+"""A context hook runs in a process of its own for every prompt: it must not pay for the HTTP
+client library or the whole command line (``memoryhub_client.cli.run``'s short way in)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.clients.conftest import CLIENT_SRC
+
+HEAVY = ("httpx", "httpx2", "memoryhub_client.client", "memoryhub_client.cli.app", "asyncio")
+PAYLOAD = Path(__file__).parent / "hook_payloads" / "claude_code_user_prompt_submit.json"
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def loaded_by(*args: str, tmp_path: Path) -> list[str]:
+    loaded = f"[m for m in {HEAVY!r} if m in sys.modules]"
+    report = f"import atexit, sys; atexit.register(lambda: print('LOADED', *{loaded}, file=sys.stderr))"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"{report}; sys.argv = ['memoryhub', *{list(args)!r}]; from memoryhub_client.cli import run; run()",
+        ],
+        input=PAYLOAD.read_text(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={
+            "PYTHONPATH": str(CLIENT_SRC),
+            "HOME": str(tmp_path),
+            "MEMORYHUB_URL": f"http://127.0.0.1:{closed_port()}",
+            "MEMORYHUB_API_KEY": "mh_unused",
+            "MEMORYHUB_USER": "alice",
+        },
+    )
+    assert done.returncode == 0, done.stderr
+    line = next(x for x in done.stderr.splitlines() if x.startswith("LOADED"))
+    return line.split()[1:]
+
+
+def test_a_context_hook_loads_neither_the_http_client_nor_the_command_line(tmp_path):
+    assert loaded_by("hook", "UserPromptSubmit", tmp_path=tmp_path) == []
+    assert loaded_by("hook", "--agent", "gemini", "BeforeAgent", tmp_path=tmp_path) == []
+
+
+def test_a_capture_hook_uses_the_client():
+    assert "memoryhub_client.client" in loaded_by("hook", "Stop", tmp_path=Path("/nonexistent"))
+
+
+def test_an_unknown_event_is_explained_by_the_whole_command_line(tmp_path):
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.argv = ['memoryhub', 'hook', 'SessionEnd']; from memoryhub_client.cli import run; run()",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PYTHONPATH": str(CLIENT_SRC), "HOME": str(tmp_path)},
+    )
+    assert done.returncode == 1
+    assert "claude-code has no 'SessionEnd' hook" in done.stderr
