@@ -12,4 +12,4 @@ RUN python manage.py collectstatic --noinput \
 # The processes run unprivileged; the code and static files stay root-owned, read-only to them.
 USER memoryhub
 EXPOSE 8000
-CMD ["gunicorn", "memoryhub.wsgi:application", "--config", "python:memoryhub.gunicorn_conf", "--bind", "0.0.0.0:8000"]
+CMD ["gunicorn", "memoryhub.wsgi:application", "--config", "python:serving.gunicorn_conf", "--bind", "0.0.0.0:8000"]

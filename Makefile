@@ -40,7 +40,7 @@ browser:
 		|| { echo "could not install chromium (apt-get)"; exit 1; }; }
 
 run: install
-	$(PY) -m memoryhub.run
+	$(PY) -m serving.run
 
 lint: install
 	$(VENV)/bin/ruff check .
@@ -82,7 +82,7 @@ drills-disk: install
 	mountpoint -q $(MEMORYHUB_HOME)/diskfull || mount -t tmpfs -o size=256m,mode=0755 tmpfs $(MEMORYHUB_HOME)/diskfull
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/diskfull $(PY) manage.py migrate --noinput -v 0
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/diskfull $(PY) manage.py drills --only disk-full; status=$$?; \
-		MEMORYHUB_HOME=$(MEMORYHUB_HOME)/diskfull $(PY) -m memoryhub.embedded stop; \
+		MEMORYHUB_HOME=$(MEMORYHUB_HOME)/diskfull $(PY) -m serving.embedded stop; \
 		umount $(MEMORYHUB_HOME)/diskfull; exit $$status
 
 load: install
@@ -109,12 +109,13 @@ bench: install $(PEER_STAMP)
 
 # Conversations in, answers out (evaluation/pipeline.py): web server and worker on servers of their
 # own under $(MEMORYHUB_HOME)/eval. EVAL_ARGS picks the data, e.g. `--dataset natural --split dev` or
-# `--dataset locomo --locomo ../shared/benchmarks/source/locomo10.json --conversations 3`.
+# `--dataset locomo --locomo ../shared/benchmarks/source/locomo10.json --conversations 3`; add `--peer mem0`
+# to send the same conversations through the peer instead (its virtualenv from `make bench`).
 eval-pipeline: install
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/eval $(PY) manage.py eval_pipeline $${EVAL_ARGS:---dataset natural --split dev}
 
 stop: install
-	$(PY) -m memoryhub.embedded stop
+	$(PY) -m serving.embedded stop
 
 # Re-pin the whole dependency tree from pyproject.toml's direct pins, in two locks: requirements.lock
 # (`dependencies`: what the service runs, all the production image installs) and requirements-dev.lock
@@ -152,4 +153,4 @@ $(LLM_STAMP): requirements-llm.txt $(STAMP)
 	touch $(LLM_STAMP)
 
 run-llm: $(LLM_STAMP)
-	$(PY) -m memoryhub.local_llm serve
+	$(PY) -m serving.local_llm serve

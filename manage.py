@@ -19,12 +19,12 @@ if __name__ == "__main__":
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
     from django.core.management import execute_from_command_line
 
-    from memoryhub.config import load_settings
+    from common.config import load_settings
 
     load_settings()
     started = needs_servers(sys.argv)
     if started:
-        from memoryhub import embedded
+        from serving import embedded
 
         embedded.start_servers()
     try:

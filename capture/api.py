@@ -9,9 +9,9 @@ from ninja import Router, Status
 
 from capture import selectors, services
 from capture.schemas import CaptureIn, CaptureJobOut, JobAcceptedOut, ObservationIn, job_out
+from common.auth import ERRORS, actor, api_key
+from common.idempotency import idempotent
 from memories.schemas import UserId
-from memoryhub.auth import ERRORS, actor, api_key
-from memoryhub.idempotency import idempotent
 
 router = Router(tags=["capture"])
 

@@ -23,8 +23,8 @@ from capture.proposals import (
     ProposedMemory,
 )
 from capture.text import clip
+from common.redaction import is_mostly_secret, redact
 from conversations.window import render_window
-from memoryhub.redaction import is_mostly_secret, redact
 
 
 class ClassifierOutputError(ValueError):

@@ -17,7 +17,7 @@ from typing import Any
 from capture.classifier import ClassifierOutputError, iter_json_values, load_prompt
 from capture.proposals import MAX_CONTENT_CHARS, ProposedMemory
 from capture.text import clip, finish_sentence, is_specific, iter_lines, lower_first, split_sentences
-from memoryhub.redaction import is_mostly_secret, redact
+from common.redaction import is_mostly_secret, redact
 
 MIN_OUTPUT_CHARS = 50
 MAX_OUTPUT_CHARS = 4000

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from capture.models import CaptureJob, JobStatus
+from common.errors import NotFound
 from memories.models import Memory, Project, Status
 from memories.selectors import LIVE_STATUSES, memories_visible
 from memories.services import content_hash
-from memoryhub.errors import NotFound
 
 
 def capture_job_get(*, project: Project, job_id: str, user_id: str | None = None) -> CaptureJob:

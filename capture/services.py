@@ -24,15 +24,15 @@ from capture import selectors
 from capture.models import CaptureJob, JobStatus, Trigger
 from capture.observations import prepare_step_output
 from capture.proposals import ProposedMemory
+from common import prepared
+from common.errors import Conflict, Invalid, NotFound, PayloadTooLarge
+from common.queue import publish
+from common.redaction import redact, redact_json
 from conversations import selectors as conversation_selectors
 from conversations import services as conversation_services
 from conversations.window import clean_window
 from memories.models import CapturePolicy, Memory, Project, Status
 from memories.services import MemoryDraft, memory_create, memory_supersede
-from memoryhub import prepared
-from memoryhub.errors import Conflict, Invalid, NotFound, PayloadTooLarge
-from memoryhub.queue import publish
-from memoryhub.redaction import redact, redact_json
 from retrieval.duplicates import NearDuplicateFinder
 
 # The names capture's tasks (``capture/tasks.py``) are registered and published under.
@@ -107,7 +107,7 @@ def capture_submit(
 
 # The session's unstarted turn jobs other than the new one, oldest first, locked until the
 # submitting transaction ends. Every turn capture asks and nearly always finds none: a prepared
-# statement (``memoryhub.prepared``), without the ORM's query building, and the jobs are loaded only
+# statement (``common.prepared``), without the ORM's query building, and the jobs are loaded only
 # when there are some (capture ack, 2-core Intel: 1.12 -> 0.14-0.17 ms of CPU).
 _OLDER_QUEUED_TURNS = f"""
 SELECT id FROM {CaptureJob._meta.db_table}

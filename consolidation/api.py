@@ -7,12 +7,12 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Router, Status
 
+from common.auth import ERRORS, actor, api_key
+from common.errors import Invalid
+from common.idempotency import idempotent
 from consolidation import selectors, services
 from consolidation.schemas import ConsolidationAcceptedOut, ConsolidationOut, run_out
 from memories.schemas import UserId
-from memoryhub.auth import ERRORS, actor, api_key
-from memoryhub.errors import Invalid
-from memoryhub.idempotency import idempotent
 
 router = Router(tags=["consolidation"])
 

@@ -16,7 +16,7 @@ two readings and the cosine of their vectors into a :class:`Verdict`:
   ("Likes tea" / "Likes green tea in the morning"), another person's fact ("The user's son plays
   guitar") are kept: a wrong merge loses a fact, so the rules lean to keeping.
 
-The thresholds were set on the ``dev`` half of ``eval/consolidation/pairs.jsonl`` only
+The thresholds were set on the ``dev`` half of ``evaluation/data/consolidation/pairs.jsonl`` only
 (docs/adr/0095-consolidation-measured.md); ``manage.py eval_consolidation`` measures both halves.
 """
 

@@ -10,9 +10,9 @@ from django.db import connection
 from django.db.models import Min, Q, QuerySet
 from django.db.models.functions import Now
 
+from common.errors import NotFound
 from consolidation.models import ActionStatus, ConsolidationAction, ConsolidationRun, ConsolidationState, RunStatus
 from memories.models import EmbeddingStatus, Memory, Project, Status
-from memoryhub.errors import NotFound
 
 UNFINISHED = (RunStatus.QUEUED, RunStatus.RUNNING)
 

@@ -26,6 +26,8 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
 
 from capture.services import policy_status
+from common.errors import Conflict, DomainError
+from common.queue import publish
 from consolidation import llm_judge, rules, selectors, vectors
 from consolidation.models import (
     ActionKind,
@@ -37,8 +39,6 @@ from consolidation.models import (
 )
 from memories import services as memory_services
 from memories.models import Memory, Project, Status
-from memoryhub.errors import Conflict, DomainError
-from memoryhub.queue import publish
 from retrieval.memory_vectors import active_model
 
 log = logging.getLogger(__name__)

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 from django.db import connection
 
+from common.per_process import PerProcess
 from memories.models import Project
-from memoryhub.per_process import PerProcess
 from retrieval import resident_vectors
 from retrieval.resident_vectors import Group
 

@@ -14,13 +14,13 @@ from django.http import HttpRequest
 from ninja import Query, Router, Schema, Status
 from pydantic import Field, StringConstraints
 
+from common.auth import ERRORS, api_key
+from common.idempotency import idempotent
 from conversations import selectors as conversation_selectors
 from conversations import services as conversation_services
 from conversations.models import Conversation, Message
 from conversations.schemas import ChatMessageIn
 from memories.schemas import StrictSchema, UserId
-from memoryhub.auth import ERRORS, api_key
-from memoryhub.idempotency import idempotent
 
 router = Router(tags=["conversations"])
 

@@ -7,10 +7,10 @@ from typing import Any
 
 from django.conf import settings
 
+from common.errors import Invalid, NotFound
 from conversations.models import Conversation, Message
 from conversations.session import session_recent, session_store
 from memories.models import Project
-from memoryhub.errors import Invalid, NotFound
 
 
 def message_state(message: Message) -> dict[str, Any]:

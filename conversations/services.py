@@ -21,14 +21,14 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from common.errors import PayloadTooLarge
+from common.redaction import redact, redact_json
 from conversations.models import Conversation, Message
 from conversations.selectors import message_state
 from conversations.session import session_append
 from conversations.window import clean_window
 from memories.models import Project
 from memories.services import validate_metadata
-from memoryhub.errors import PayloadTooLarge
-from memoryhub.redaction import redact, redact_json
 
 # Hooks other apps register, called after commit with the new messages (retrieval queues
 # them for embedding: ``retrieval.message_vectors.queue_for_embedding``).
@@ -58,7 +58,7 @@ def message_draft(raw: Mapping[str, Any]) -> MessageDraft:
             extra["content"] = content
         flat = clean_window([{"role": "user", "content": content}])
         content = flat[0]["content"] if flat else ""
-    # Secrets never reach storage (memoryhub/redaction.py): not in the text, not in the extras.
+    # Secrets never reach storage (common/redaction.py): not in the text, not in the extras.
     return MessageDraft(
         role=str(raw.get("role", "")),
         content=redact(content)[0],

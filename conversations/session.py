@@ -20,7 +20,7 @@ from typing import Any
 import redis
 from django.conf import settings
 
-from memoryhub.redis import redis_client
+from common.redis import redis_client
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Consolidation measured: the rules on labelled pairs, and a run's throughput on a large user.
 
-``evaluate_pairs`` judges every pair of ``eval/consolidation/pairs.jsonl`` with the rules the
+``evaluate_pairs`` judges every pair of ``evaluation/data/consolidation/pairs.jsonl`` with the rules the
 runs use (``consolidation.rules``) and the configured embedder's cosine, and scores merge and
 supersede per split: precision counts a wrong merge twice (it loses a fact; a wrong supersede
 only hides one behind its successor), recall is over the pairs labelled merge or supersede.

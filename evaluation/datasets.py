@@ -5,8 +5,8 @@ Two sources are supported:
 * LoCoMo as flattened by the shared benchmark converter (``*_corpus.jsonl`` +
   ``*_retrieval.jsonl``). The data is CC BY-NC evaluation data: it is read from a path given
   at run time and never copied into this repository.
-* MemoryHub's own golden set (``eval/golden.jsonl`` + ``eval/golden_memories.jsonl``), whose
-  format is documented in ``eval/README.md``.
+* MemoryHub's own golden set (``evaluation/data/golden.jsonl`` + ``evaluation/data/golden_memories.jsonl``), whose
+  format is documented in ``evaluation/data/README.md``.
 
 Nothing here imports Django or touches a database; a runner turns a ``Dataset`` into API or
 service calls and the answers into ``CaseResult`` objects with ``Dataset.result_for``.

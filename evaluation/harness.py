@@ -50,7 +50,7 @@ class Service:
         python = sys.executable
         if name == "web":
             return [
-                python, "-m", "gunicorn", "memoryhub.wsgi:application", "--config", "python:memoryhub.gunicorn_conf",
+                python, "-m", "gunicorn", "memoryhub.wsgi:application", "--config", "python:serving.gunicorn_conf",
                 "--bind", f"127.0.0.1:{self.port}", "--log-level", "warning",
             ]  # fmt: skip
         if name == "worker":

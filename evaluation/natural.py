@@ -1,4 +1,4 @@
-"""The natural multi-session set (``eval/pipeline/natural.jsonl``, format in its README).
+"""The natural multi-session set (``evaluation/data/pipeline/natural.jsonl``, format in its README).
 
 Loading, the alias match the evaluation scores with, and the resolution of relative dates the
 set's temporal questions were labelled with. No Django, no database.
@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-NATURAL_PATH = Path(__file__).resolve().parents[1] / "eval" / "pipeline" / "natural.jsonl"
+NATURAL_PATH = Path(__file__).resolve().parent / "data" / "pipeline" / "natural.jsonl"
 QUESTION_TYPES = ("single", "multi", "temporal", "change", "unanswerable")
 SPLITS = ("dev", "heldout")
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")

@@ -1,5 +1,5 @@
 """Deterministic synthetic memories for benchmarks (never for evaluation: real
-quality is measured on LoCoMo and the golden set in ``eval/``)."""
+quality is measured on LoCoMo and the golden set in ``evaluation/data/``)."""
 
 from __future__ import annotations
 

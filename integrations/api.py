@@ -7,11 +7,11 @@ from typing import Any
 from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Query, Router, Schema
 
+from common.auth import ERRORS, api_key
+from common.errors import Invalid
+from common.idempotency import idempotent
 from integrations.transfer import export_lines as _export_lines
 from integrations.transfer import import_lines
-from memoryhub.auth import ERRORS, api_key
-from memoryhub.errors import Invalid
-from memoryhub.idempotency import idempotent
 
 router = Router(tags=["transfer"])
 

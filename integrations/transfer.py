@@ -29,27 +29,21 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.conf import settings
 from django.db import connection, transaction
 
 from conversations.models import Conversation, Message
+from integrations import import_checks as checks
 from integrations.models import ImportedRecord
 from memories import services
 from memories.models import (
-    Kind,
     Memory,
     MemoryEdge,
     MemoryRevision,
     Project,
-    Relationship,
-    Scope,
-    Status,
 )
 
 FORMAT = "memoryhub-export"
 VERSION = 1
-
-MEMORY_TIMES = ("created_at", "updated_at", "expires_at", "deleted_at", "valid_from", "valid_until")
 
 
 def _time(value: datetime | None) -> str | None:
@@ -106,7 +100,7 @@ def export_lines(*, project: Project, user_id: str | None = None, conversations:
             "supersedes": export_id(memory.supersedes_id) if memory.supersedes_id else None,
             "source": memory.source,
             "created_by": memory.created_by,
-            **{name: _time(getattr(memory, name)) for name in MEMORY_TIMES},
+            **{name: _time(getattr(memory, name)) for name in checks.MEMORY_TIMES},
             "revisions": revisions.get(memory.pk, []),
         }
         yield json.dumps(line, ensure_ascii=False)
@@ -196,168 +190,6 @@ class ImportResult:
         }
 
 
-class _Bad(Exception):
-    pass
-
-
-def _need(item: dict[str, Any], name: str, kind: type | tuple[type, ...], *, optional: bool = False) -> Any:
-    value = item.get(name)
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, kind):
-        raise _Bad(f"{name} must be {_kind_name(kind)}")
-    return value
-
-
-def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
-    return kind if isinstance(kind, tuple) else (kind,)
-
-
-def _kind_name(kind: type | tuple[type, ...]) -> str:
-    names = {str: "a string", int: "an integer", float: "a number", dict: "an object", list: "a list"}
-    return " or ".join(names.get(k, k.__name__) for k in _as_tuple(kind))
-
-
-def _when(item: dict[str, Any], name: str, *, optional: bool = True) -> datetime | None:
-    value = _need(item, name, str, optional=optional)
-    if value is None:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError as error:
-        raise _Bad(f"{name} is not an ISO 8601 time: {value!r}") from error
-    if parsed.tzinfo is None:
-        raise _Bad(f"{name} has no time zone: {value!r}")
-    return parsed
-
-
-def _choice(item: dict[str, Any], name: str, choices: Iterable[str]) -> str:
-    value = _need(item, name, str)
-    allowed = list(choices)
-    if value not in allowed:
-        raise _Bad(f"{name} {value!r} is not one of {allowed}")
-    return str(value)
-
-
-def _check_memory(project: Project, item: dict[str, Any]) -> dict[str, Any]:
-    source_id = _need(item, "id", str)
-    if not source_id or len(source_id) > 64:
-        raise _Bad("id must be a non-empty string of at most 64 characters")
-    user_id = _need(item, "user_id", str)
-    if not user_id or len(user_id) > 255:
-        raise _Bad("user_id must be a non-empty string of at most 255 characters")
-    content = _need(item, "content", str)
-    if not content.strip():
-        raise _Bad("content must not be empty")
-    if len(content) > settings.MEMORYHUB_MAX_CONTENT_CHARS:
-        raise _Bad(f"content is {len(content)} characters; the limit is {settings.MEMORYHUB_MAX_CONTENT_CHARS}")
-    importance = _need(item, "importance", (int, float))
-    if not 0 <= importance <= 1:
-        raise _Bad("importance must be between 0 and 1")
-    metadata = _need(item, "metadata", dict)
-    category = _need(item, "category", str)
-    try:
-        services.validate_metadata(metadata)
-        services.validate_category(project=project, category=category)
-    except Exception as error:  # the services' Invalid / PayloadTooLarge carry the reason
-        raise _Bad(getattr(error, "message", str(error))) from error
-    version = _need(item, "version", int)
-    if version < 1:
-        raise _Bad("version must be at least 1")
-    revisions = _need(item, "revisions", list)
-    checked_revisions = []
-    for index, revision in enumerate(revisions):
-        if not isinstance(revision, dict):
-            raise _Bad(f"revisions[{index}] must be an object")
-        try:
-            checked_revisions.append(
-                {
-                    "action": _need(revision, "action", str),
-                    "before": _need(revision, "before", dict),
-                    "after": _need(revision, "after", dict),
-                    "actor": _need(revision, "actor", str),
-                    "reason": _need(revision, "reason", str),
-                    "created_at": _when(revision, "created_at", optional=False),
-                }
-            )
-        except _Bad as error:
-            raise _Bad(f"revisions[{index}]: {error}") from error
-    source = item.get("source")
-    if source is not None and not isinstance(source, dict):
-        raise _Bad("source must be an object or null")
-    return {
-        "source_id": source_id,
-        "supersedes": _need(item, "supersedes", str, optional=True),
-        "revisions": checked_revisions,
-        "fields": {
-            "user_id": user_id,
-            "scope": _choice(item, "scope", Scope.values),
-            "kind": _choice(item, "kind", Kind.values),
-            "category": category,
-            "content": content,
-            "content_hash": services.content_hash(content),
-            "importance": float(importance),
-            "metadata": metadata,
-            "status": _choice(item, "status", Status.values),
-            "version": version,
-            "source": source,
-            "created_by": _need(item, "created_by", str),
-            **{name: _when(item, name, optional=name not in ("created_at", "updated_at")) for name in MEMORY_TIMES},
-        },
-    }
-
-
-def _check_link(item: dict[str, Any]) -> dict[str, Any]:
-    source, target = _need(item, "from", str), _need(item, "to", str)
-    if source == target:
-        raise _Bad("a memory cannot link to itself")
-    return {
-        "from": source,
-        "to": target,
-        "relationship": _choice(item, "relationship", Relationship.values),
-        "created_by": _need(item, "created_by", str),
-        "created_at": _when(item, "created_at", optional=False),
-    }
-
-
-def _check_conversation(item: dict[str, Any]) -> dict[str, Any]:
-    messages = []
-    seqs = set()
-    for index, message in enumerate(_need(item, "messages", list)):
-        if not isinstance(message, dict):
-            raise _Bad(f"messages[{index}] must be an object")
-        try:
-            seq = _need(message, "seq", int)
-            if seq in seqs:
-                raise _Bad(f"seq {seq} appears twice")
-            seqs.add(seq)
-            messages.append(
-                {
-                    "seq": seq,
-                    "role": _need(message, "role", str),
-                    "content": _need(message, "content", str),
-                    "extra": _need(message, "extra", dict),
-                    "correlation_id": _need(message, "correlation_id", str),
-                    # Both absent from exports made before messages were searched as episodes.
-                    "context": _need(message, "context", str, optional=True) or "",
-                    "said_at": _when(message, "said_at"),
-                    "created_at": _when(message, "created_at", optional=False),
-                }
-            )
-        except _Bad as error:
-            raise _Bad(f"messages[{index}]: {error}") from error
-    return {
-        "source_id": _need(item, "id", str),
-        "user_id": _need(item, "user_id", str),
-        "session_id": _need(item, "session_id", str),
-        "title": _need(item, "title", str),
-        "metadata": _need(item, "metadata", dict),
-        "created_at": _when(item, "created_at", optional=False),
-        "updated_at": _when(item, "updated_at", optional=False),
-        "messages": messages,
-    }
-
-
 @dataclass
 class _Plan:
     memories: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
@@ -396,27 +228,27 @@ def import_lines(*, project: Project, lines: Iterable[str], actor: str = "system
             try:
                 item = json.loads(raw)
             except ValueError as error:
-                raise _Bad(f"not JSON: {error}") from error
+                raise checks.Bad(f"not JSON: {error}") from error
             if not isinstance(item, dict):
-                raise _Bad("a line must be a JSON object")
+                raise checks.Bad("a line must be a JSON object")
             kind = item.get("type")
             if kind == "header":
                 header_seen = True
                 if item.get("format") != FORMAT or item.get("version") != VERSION:
-                    raise _Bad(f"not a {FORMAT} version {VERSION} file")
+                    raise checks.Bad(f"not a {FORMAT} version {VERSION} file")
             elif kind == "memory":
-                checked = _check_memory(project, item)
+                checked = checks.check_memory(project, item)
                 if checked["source_id"] in seen_memories:
-                    raise _Bad(f"memory {checked['source_id']} appears twice")
+                    raise checks.Bad(f"memory {checked['source_id']} appears twice")
                 seen_memories.add(checked["source_id"])
                 plan.memories.append((number, checked))
             elif kind == "link":
-                plan.links.append((number, _check_link(item)))
+                plan.links.append((number, checks.check_link(item)))
             elif kind == "conversation":
-                plan.conversations.append((number, _check_conversation(item)))
+                plan.conversations.append((number, checks.check_conversation(item)))
             else:
-                raise _Bad(f"unknown type {kind!r}")
-        except _Bad as error:
+                raise checks.Bad(f"unknown type {kind!r}")
+        except checks.Bad as error:
             result.rejected.append(Rejected(number, str(error)))
     if not header_seen and not result.rejected:
         result.rejected.append(Rejected(1, f"no header line: not a {FORMAT} file"))

@@ -9,6 +9,8 @@ from django.apps import apps
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Status
 
+from common.auth import ERRORS, actor, api_key
+from common.idempotency import idempotent
 from memories import selectors, services
 from memories.models import Memory, Project
 from memories.schemas import (
@@ -30,8 +32,6 @@ from memories.schemas import (
     memory_out,
     memory_write_out,
 )
-from memoryhub.auth import ERRORS, actor, api_key
-from memoryhub.idempotency import idempotent
 
 router = Router(tags=["memories"])
 

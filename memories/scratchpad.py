@@ -20,9 +20,9 @@ from django.db import transaction
 from django.db.models import Case, IntegerField, JSONField, Q, QuerySet, TextField, Value, When
 from django.db.models.functions import Cast, Collate
 
+from common.errors import Invalid, NotFound, PayloadTooLarge
+from common.redaction import redact_json
 from memories.models import Project, ScratchpadEntry
-from memoryhub.errors import Invalid, NotFound, PayloadTooLarge
-from memoryhub.redaction import redact_json
 
 MAX_KEY_CHARS = 255
 MAX_VALUE_BYTES = 64 * 1024
@@ -76,7 +76,7 @@ def scratchpad_put(*, project: Project, user_id: str, key: str, value: Any) -> S
     """Create or overwrite ``key`` for ``user_id``; last write wins."""
     check_key(key)
     check_value(value)
-    value = redact_json(value)  # secrets never reach storage (memoryhub/redaction.py)
+    value = redact_json(value)  # secrets never reach storage (common/redaction.py)
     # A bare None would be SQL NULL (refused by the column); JSON null needs saying so.
     stored = Value(None, JSONField()) if value is None else value
     with transaction.atomic(durable=True):

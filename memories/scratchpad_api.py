@@ -13,11 +13,11 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router
 
+from common.auth import ERRORS, api_key
+from common.errors import Invalid
 from memories import scratchpad
 from memories.models import ScratchpadEntry
 from memories.schemas import ScratchpadIn, ScratchpadListOut, ScratchpadOut, UserId
-from memoryhub.auth import ERRORS, api_key
-from memoryhub.errors import Invalid
 
 router = Router(tags=["scratchpad"])
 

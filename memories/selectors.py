@@ -22,9 +22,9 @@ from django.db import connection, models
 from django.db.models import Prefetch, Q, QuerySet
 from django.db.models.functions import Now
 
+from common import prepared, row_security
+from common.errors import Invalid, NotFound
 from memories.models import ApiKey, Memory, MemoryEdge, MemoryRevision, Project, Scope, Status
-from memoryhub import prepared, row_security
-from memoryhub.errors import Invalid, NotFound
 
 # Live memories: those capture may supersede, link to or find duplicated (a superseded or
 # archived memory saying the same thing does not stop a user from coming back to an old
@@ -206,7 +206,7 @@ def api_key_active(*, key_hash: str, enter_tenant: bool = False) -> ApiKey | Non
 
     ``enter_tenant``: the same statement confines the connection to the key's project
     (``row_security.enter_columns``) when a key matches, as ``row_security.enter`` would in a
-    round trip of its own; nothing changes when none does. Prepared (``memoryhub.prepared``)."""
+    round trip of its own; nothing changes when none does. Prepared (``common.prepared``)."""
     with prepared.cursor() as cursor:
         cursor.execute(_api_key_sql(enter_tenant), [key_hash])
         row = cursor.fetchone()

@@ -23,6 +23,9 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from common import row_security
+from common.errors import Conflict, Invalid, NotFound, PayloadTooLarge
+from common.redaction import is_mostly_secret, redact, redact_json
 from memories.models import (
     ApiKey,
     EmbeddingStatus,
@@ -39,9 +42,6 @@ from memories.models import (
     Team,
 )
 from memories.selectors import api_key_active, memory_active_duplicate, memory_get_visible
-from memoryhub import row_security
-from memoryhub.errors import Conflict, Invalid, NotFound, PayloadTooLarge
-from memoryhub.redaction import is_mostly_secret, redact, redact_json
 
 # Fields a revision snapshots, and the ones an edit may change.
 SNAPSHOT_FIELDS = ("content", "kind", "category", "scope", "importance", "metadata", "status", "version", "expires_at")
@@ -82,7 +82,7 @@ def validate_draft(*, project: Project, draft: MemoryDraft) -> MemoryDraft:
     draft.content = draft.content.strip()
     if not draft.content:
         raise Invalid("content must not be empty or whitespace only", code="empty_content")
-    # Secrets never reach storage (memoryhub/redaction.py): one that is the whole point of the
+    # Secrets never reach storage (common/redaction.py): one that is the whole point of the
     # content is refused; one inside a fact is replaced by [REDACTED], as capture does.
     redacted, secrets = redact(draft.content)
     if secrets and is_mostly_secret(draft.content):  # the common case (no secret) scans once

@@ -13,6 +13,9 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 
 from capture.api import router as capture_router
+from common.auth import ERRORS, api_key
+from common.errors import DomainError, Invalid, RateLimited, envelope_for, validation_envelope
+from common.parsing import StorableJSONParser, UnstorableBody
 from consolidation.api import router as consolidation_router
 from conversations.api import router as conversations_router
 from integrations.api import router as transfer_router
@@ -21,9 +24,6 @@ from memories.api import router as memories_router
 from memories.models import ApiKey
 from memories.scratchpad_api import router as scratchpad_router
 from memoryhub import erasure, health
-from memoryhub.auth import ERRORS, api_key
-from memoryhub.errors import DomainError, Invalid, RateLimited, envelope_for, validation_envelope
-from memoryhub.parsing import StorableJSONParser, UnstorableBody
 from profiles.api import router as profiles_router
 from retrieval.api import router as retrieval_router
 

@@ -22,6 +22,6 @@ def start_servers(**_: Any) -> None:
 
     A no-op when the URLs are set, as they are for the children of ``make run`` and of the tests.
     """
-    from memoryhub import embedded
+    from serving import embedded
 
     embedded.start_servers()

@@ -18,6 +18,7 @@ import redis
 from django.db import transaction
 
 from capture.models import CaptureJob
+from common.redis import redis_client
 from consolidation.models import ConsolidationRun, ConsolidationState
 from conversations.models import Conversation, Message
 from conversations.session import session_key
@@ -29,7 +30,6 @@ from memories.models import (
     Project,
     ScratchpadEntry,
 )
-from memoryhub.redis import redis_client
 from profiles.models import Profile
 from retrieval.message_vectors import searched_text
 from retrieval.models import KeywordStats, RetrievalLog

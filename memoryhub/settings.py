@@ -1,6 +1,6 @@
 """Django settings. Everything comes from the environment; see docs/configuration.md.
 
-Every environment variable is read here, once, through ``memoryhub.config.Environment``:
+Every environment variable is read here, once, through ``common.config.Environment``:
 one line per variable gives its name, type, default and meaning, and the value becomes the
 Django setting of the same name (code reads ``settings.MEMORYHUB_…``, never the environment
 and never a default of its own). To add a variable, add its line in the right section below
@@ -9,7 +9,7 @@ whole configuration: a bad value or a ``MEMORYHUB_*`` variable nobody reads (a t
 every process at start with one error naming each variable.
 
 Importing this module has no side effects: it starts no server and writes no file
-(``memoryhub.embedded.start_servers`` does that, called by the entry points).
+(``serving.embedded.start_servers`` does that, called by the entry points).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from memoryhub import embedded
-from memoryhub.config import Environment, database_settings
+from common.config import Environment, database_settings
+from serving import embedded
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = Environment(base_dir=BASE_DIR)
@@ -48,7 +48,7 @@ REDIS_URL = env.text(
     "e.g. `rediss://:pass@host:6380/0`: Celery broker, per-turn cache, session state",
     shown="embedded Redis",
 )
-# The embedded servers stand in for the URLs that are not given (memoryhub/embedded.py).
+# The embedded servers stand in for the URLs that are not given (serving/embedded.py).
 EMBEDDED_POSTGRES = not DATABASE_URL
 EMBEDDED_REDIS = not REDIS_URL
 DATABASE_URL = DATABASE_URL or embedded.database_url(MEMORYHUB_HOME)
@@ -159,12 +159,12 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "memoryhub.turns.TurnsMiddleware",
-    "memoryhub.inflight.InFlightMiddleware",
-    "memoryhub.row_security.RowSecurityMiddleware",
-    "memoryhub.security.SecurityHeadersMiddleware",
-    "memoryhub.errors.ApiErrorEnvelopeMiddleware",
-    "memoryhub.idempotency.IdempotencyMiddleware",
+    "common.turns.TurnsMiddleware",
+    "common.inflight.InFlightMiddleware",
+    "common.row_security.RowSecurityMiddleware",
+    "common.security.SecurityHeadersMiddleware",
+    "common.errors.ApiErrorEnvelopeMiddleware",
+    "common.idempotency.IdempotencyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -197,7 +197,7 @@ TEMPLATES = [
 # --- Databases and broker -----------------------------------------------------------------
 DATABASES = {"default": database_settings(DATABASE_URL)}
 # The retrieve path's statements go as named prepared statements, planned once per connection
-# (memoryhub/prepared.py); off for a pooler in transaction mode that does not keep them per client.
+# (common/prepared.py); off for a pooler in transaction mode that does not keep them per client.
 MEMORYHUB_PREPARED_STATEMENTS = env.switch(
     "MEMORYHUB_PREPARED_STATEMENTS", True, "the retrieve path's statements are prepared once per connection"
 )
@@ -329,7 +329,7 @@ MEMORYHUB_KEYWORD_STATS_MIN_ROWS = env.integer(
 )
 # Of the remaining words, rarest first, only as many as match about this many memories in all
 # (the rarest always; 0: no limit): bounds the keyword stage's cost on large corpora.
-# Retrieves answer one at a time per web worker, in arrival order (memoryhub/turns.py); auto: when a
+# Retrieves answer one at a time per web worker, in arrival order (common/turns.py); auto: when a
 # retrieve is all work on this machine.
 MEMORYHUB_RETRIEVE_TURNS = env.choice(
     "MEMORYHUB_RETRIEVE_TURNS",
@@ -407,10 +407,10 @@ env.reserve("MEMORYHUB_LOCAL_LLM", "MEMORYHUB_LOCAL_LLM_PORT", "MEMORYHUB_RELEVA
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
-# The users in the database, behind sign-in throttling (memoryhub/login_throttle.py); the plain
+# The users in the database, behind sign-in throttling (common/login_throttle.py); the plain
 # model backend stays listed so sessions signed in before it keep working.
 AUTHENTICATION_BACKENDS = [
-    "memoryhub.login_throttle.ThrottledModelBackend",
+    "common.login_throttle.ThrottledModelBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
 LOGIN_URL = "/accounts/login/"
@@ -451,5 +451,5 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
-# Last: one error naming every bad or unknown variable (see memoryhub/config.py).
+# Last: one error naming every bad or unknown variable (see common/config.py).
 env.check()

@@ -7,8 +7,8 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Router
 
-from memoryhub.auth import ERRORS, actor, api_key
-from memoryhub.errors import Invalid, NotFound
+from common.auth import ERRORS, actor, api_key
+from common.errors import Invalid, NotFound
 from profiles import selectors, services
 from profiles.schemas import ProfileOut
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
+from common.errors import NotFound
 from memories.models import Project
-from memoryhub.errors import NotFound
 from profiles.models import Profile, ProfileVersion
 
 

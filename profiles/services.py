@@ -16,11 +16,11 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 
+from common.errors import Invalid
+from common.queue import publish
+from common.redis import redis_client
 from memories.models import Project, Scope
 from memories.selectors import memories_live
-from memoryhub.errors import Invalid
-from memoryhub.queue import publish
-from memoryhub.redis import redis_client
 from profiles.builder import Built, Candidate, build
 from profiles.models import Profile, ProfileVersion
 

@@ -9,12 +9,12 @@ from django.apps import apps
 from django.http import HttpRequest, HttpResponse
 from ninja import Router, Status
 
+from common.auth import ERRORS, actor, api_key
+from common.errors import RateLimited
+from common.idempotency import idempotent
 from memories import selectors, services
 from memories.models import Project
 from memories.schemas import MemoryWriteOut, memory_write_out
-from memoryhub.auth import ERRORS, actor, api_key
-from memoryhub.errors import RateLimited
-from memoryhub.idempotency import idempotent
 from retrieval.engine import RetrieveRequest, RetrieveResult, retrieve
 from retrieval.schemas import AddMemoryIn, QueryMemoryIn, QueryMemoryOut, RetrieveIn, RetrieveOut, retrieve_out
 from retrieval.tools import TOOL_SCHEMAS, tool_memories

@@ -16,7 +16,7 @@ from typing import Any
 import redis
 from redis.commands.core import Script
 
-from memoryhub.redis import redis_client
+from common.redis import redis_client
 
 log = logging.getLogger(__name__)
 

@@ -26,9 +26,9 @@ import numpy.typing as npt
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from memoryhub import inflight
-from memoryhub.per_process import PerProcess
-from memoryhub.turns import waiting_elsewhere
+from common import inflight
+from common.per_process import PerProcess
+from common.turns import waiting_elsewhere
 from retrieval import mpnet
 from retrieval.llm import describe_openai_error, openai_client
 

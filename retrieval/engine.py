@@ -24,11 +24,11 @@ from django.db import DatabaseError, connection
 from django.db.models import Q
 from django.utils import timezone
 
+from common import deferred
+from common.errors import RateLimited
 from conversations.window import clean_window, render_window
 from memories.models import Memory, MemoryEdge, Project, Status
 from memories.selectors import memories_by_id, older_versions
-from memoryhub import deferred
-from memoryhub.errors import RateLimited
 from profiles.selectors import profile_find
 from retrieval import cache, calibration, episodes, judge, relevance
 from retrieval.embedders import Embedder, EmbedderError, embedder_for_model
@@ -758,7 +758,7 @@ def _finish(
 
 def _log(project: Project, request: RetrieveRequest, trace: Trace, result: RetrieveResult) -> None:
     """One RetrievalLog row (a hash of the query, never its text), inserted by the deferred writer
-    with the other rows queued meanwhile: the caller does not wait for it (``memoryhub/deferred.py``)."""
+    with the other rows queued meanwhile: the caller does not wait for it (``common/deferred.py``)."""
     if "database" in trace.degraded:
         return
     entry = RetrievalLog(

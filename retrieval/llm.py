@@ -13,9 +13,9 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from memoryhub import config
-from memoryhub.per_process import PerProcess
-from memoryhub.turns import waiting_elsewhere
+from common import config
+from common.per_process import PerProcess
+from common.turns import waiting_elsewhere
 
 if TYPE_CHECKING:
     from openai import OpenAI

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memoryhub.queue import publish, publish_chunks
+from common.queue import publish, publish_chunks
 
 EMBED_MEMORIES_TASK = "capture.tasks.embed_memories_task"
 SWEEP_EMBEDDINGS_TASK = "capture.tasks.sweep_embeddings"

@@ -25,8 +25,8 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Exists, OuterRef
 
+from common.redis import redis_client
 from memories.models import Embedding, EmbeddingStatus, Memory, Project, Status
-from memoryhub.redis import redis_client
 from retrieval.embedders import embedder_for_model
 from retrieval.memory_vectors import active_model, store_vectors
 from retrieval.vector_cache import embed_texts

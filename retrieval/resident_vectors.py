@@ -42,8 +42,8 @@ import numpy as np
 from django.conf import settings
 from django.db import connection
 
+from common.per_process import PerProcess
 from memories.fields import vectors_from_binary
-from memoryhub.per_process import PerProcess
 
 log = logging.getLogger(__name__)
 

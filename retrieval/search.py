@@ -31,9 +31,9 @@ from typing import Any, TypeVar
 import numpy as np
 from django.db import connection, transaction
 
+from common import prepared
 from memories.fields import vector_literal
 from memories.models import Project
-from memoryhub import prepared
 from retrieval import resident_vectors
 from retrieval.embedders import embedder_for_model
 from retrieval.memory_vectors import active_model
@@ -333,7 +333,7 @@ ORDER BY f.rrf DESC, f.id
 
 # The search's settings, one SELECT. Filtered HNSW: pgvector 0.8's iterative scan keeps walking the
 # graph until enough of the caller's rows are found; without it a per-user WHERE silently returns
-# too few. The tenant role (memoryhub/row_security.py) is left: under a row policy Postgres may not
+# too few. The tenant role (common/row_security.py) is left: under a row policy Postgres may not
 # evaluate a qual whose operator is not leakproof (``@@``) before the policy, so the full-text GIN
 # index could not be used and every row of the user was read (100k memories: ~50 ms a search
 # instead of ~12; the HNSW walk, an ORDER BY, was not affected). The statements name the project
@@ -390,7 +390,7 @@ def _with_settings(
     statement: str, params: dict[str, Any], meanwhile: Callable[[], _T] | None = None
 ) -> tuple[list[tuple[Any, ...]], _T | None]:
     """``statement``'s rows, run after SETTINGS_SQL in one round trip and one transaction, both as
-    prepared statements (``memoryhub.prepared``: planned once per connection; the two statements'
+    prepared statements (``common.prepared``: planned once per connection; the two statements'
     planning was ~1.2 ms of Postgres CPU a search at 100k memories), and
     what ``meanwhile`` returned: it runs on this thread once both are sent, while Postgres executes
     them (in pipeline mode the server runs what it has received before the rows are asked for). It

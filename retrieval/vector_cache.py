@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import redis
 
-from memoryhub import deferred
-from memoryhub.redis import redis_client
+from common import deferred
+from common.redis import redis_client
 from retrieval.embedders import INT8_ROUTE, Embedder, Vectors
 
 log = logging.getLogger(__name__)
@@ -65,7 +65,7 @@ def embed_texts(
 ) -> Vectors:
     """Embed ``texts`` with a Redis cache by (model, text hash): a text is embedded once.
 
-    ``store_later`` caches the new vectors on the deferred writer (``memoryhub/deferred.py``), not
+    ``store_later`` caches the new vectors on the deferred writer (``common/deferred.py``), not
     before returning: a query's caller waits for its vector, not for the cache. ``looked_up``: what
     the caller already read from the cache for the first texts (by ``cache_key``; None: not
     cached), so that only the others are asked for. Raises EmbedderError when the embedder fails; a

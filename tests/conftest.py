@@ -84,7 +84,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     from django.conf import settings
 
-    from memoryhub import embedded
+    from serving import embedded
 
     # A process started by a server-free test (gunicorn, manage.py) starts the servers itself: that
     # test needs them and must say so, or the fast lane would slowly and silently run them.
@@ -103,7 +103,7 @@ def servers(pytestconfig: pytest.Config) -> None:
     by the first test that needs them and exported to the processes tests start."""
     if pytestconfig.getoption("without_servers"):
         pytest.fail("a test that needs the servers ran with --without-servers")
-    from memoryhub import embedded
+    from serving import embedded
 
     embedded.start_servers()
     pytestconfig.stash[SERVERS_STARTED] = True
@@ -117,7 +117,7 @@ def django_db_setup(servers: None, django_db_setup: None) -> None:
 @pytest.fixture
 def redis(servers: None) -> Redis:
     """The tests' own Redis, emptied for this test (cache, queues, rate limits)."""
-    from memoryhub.redis import redis_client
+    from common.redis import redis_client
 
     client = redis_client()
     client.flushdb()
@@ -135,7 +135,7 @@ def clean_redis(request: pytest.FixtureRequest) -> None:
 def drain_deferred_writes() -> Iterator[None]:
     """Deferred writes (the retrieval log) land within their test, and leave no connection open."""
     yield
-    from memoryhub import deferred
+    from common import deferred
 
     assert deferred.flush(30, close=True), "deferred writes still running 30 s after the test"
 

@@ -2,7 +2,7 @@
 
 from django.db import migrations
 
-from memoryhub.redaction import redact_json
+from common.redaction import redact_json
 
 
 def forward(apps, schema_editor):

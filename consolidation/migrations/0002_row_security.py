@@ -2,7 +2,7 @@
 
 from django.db import migrations
 
-from memoryhub import row_security as rs
+from common import row_security as rs
 
 TABLES = ("consolidation_consolidationrun", "consolidation_consolidationstate", "consolidation_consolidationaction")
 

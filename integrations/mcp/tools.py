@@ -24,6 +24,8 @@ from pydantic import ValidationError as PydanticValidationError
 
 from capture import services as capture_services
 from capture.schemas import CaptureIn, JobAcceptedOut
+from common import row_security
+from common.errors import Invalid, NotFound, envelope_for, validation_envelope
 from integrations.mcp.schemas import (
     ForgetOut,
     ListMemoriesIn,
@@ -45,8 +47,6 @@ from memories.schemas import (
     memory_out,
     memory_write_out,
 )
-from memoryhub import row_security
-from memoryhub.errors import Invalid, NotFound, envelope_for, validation_envelope
 from profiles import selectors as profile_selectors
 from profiles.schemas import ProfileOut
 from profiles.services import profile_as_dict

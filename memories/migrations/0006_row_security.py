@@ -1,4 +1,4 @@
-"""Row-level security on the memories app's tables (``memoryhub.row_security``).
+"""Row-level security on the memories app's tables (``common.row_security``).
 
 Creates the ``memoryhub_tenant`` role (no login) and one policy per content table: a row is
 visible to that role only when its project is the request's. Skipped, with a warning, when
@@ -7,7 +7,7 @@ the migrating user may not create roles.
 
 from django.db import migrations
 
-from memoryhub import row_security as rs
+from common import row_security as rs
 
 PROJECT_TABLES = [
     "memories_memory",

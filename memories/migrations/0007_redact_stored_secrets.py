@@ -1,7 +1,7 @@
 """Redact secrets already stored before every write was redacted (docs/adr/0015).
 
 Memories written directly (content, metadata), their revisions, conversation messages (text
-and extras) and scratchpad values go through ``memoryhub.redaction``; only rows that change
+and extras) and scratchpad values go through ``common.redaction``; only rows that change
 are written. A memory whose content changes gets a new content hash and is queued for
 re-embedding (``embedding_status`` pending: the sweeper embeds it within minutes).
 """
@@ -10,7 +10,7 @@ import hashlib
 
 from django.db import migrations
 
-from memoryhub.redaction import find_secrets, redact, redact_json
+from common.redaction import find_secrets, redact, redact_json
 
 
 def _hash(content):

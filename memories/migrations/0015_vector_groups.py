@@ -18,7 +18,7 @@ import django.contrib.postgres.fields
 import django.db.models.deletion
 from django.db import migrations, models
 
-from memoryhub import row_security as rs
+from common import row_security as rs
 
 SEQUENCE = "memories_vectorgroup_generation"
 

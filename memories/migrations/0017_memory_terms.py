@@ -17,7 +17,7 @@ import django.db.models.deletion
 import numpy as np
 from django.db import migrations, models
 
-from memoryhub import row_security as rs
+from common import row_security as rs
 
 # tsvector keeps at most 256 positions of a word (MAXNUMPOS).
 MAX_POSITIONS = 256

@@ -1,8 +1,8 @@
-"""Row-level security on profiles and their versions (``memoryhub.row_security``)."""
+"""Row-level security on profiles and their versions (``common.row_security``)."""
 
 from django.db import migrations
 
-from memoryhub import row_security as rs
+from common import row_security as rs
 
 
 def forward(apps, schema_editor):

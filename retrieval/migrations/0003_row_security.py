@@ -1,8 +1,8 @@
-"""Row-level security on retrieval logs and keyword statistics (``memoryhub.row_security``)."""
+"""Row-level security on retrieval logs and keyword statistics (``common.row_security``)."""
 
 from django.db import migrations
 
-from memoryhub import row_security as rs
+from common import row_security as rs
 
 TABLES = ["retrieval_retrievallog", "retrieval_keywordstats"]
 CHILD = ("retrieval_commonlexeme", "stats_id", "retrieval_keywordstats")

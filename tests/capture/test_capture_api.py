@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from capture.models import CaptureJob
+from common.redis import redis_client
 from conversations.models import Message
-from memoryhub.redis import redis_client
 
 WINDOW = [
     {"role": "user", "content": "I always use pytest fixtures, never setUp."},

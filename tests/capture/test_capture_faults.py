@@ -17,9 +17,9 @@ from django.utils import timezone
 from capture import services
 from capture.models import CaptureJob
 from capture.pipeline import Outcome, run_job
+from common.redis import redis_client
 from memories.models import Memory
 from memoryhub.celery import app as celery_app
-from memoryhub.redis import redis_client
 from tests.support.celery_worker import celery_worker, purge_queue, wait_until
 from tests.support.openai_server import Fault
 

@@ -386,7 +386,7 @@ def test_without_existing_memories_the_schema_allows_no_id_at_all() -> None:
 
 
 # --- answers of the real local model (tests/capture/llm_outputs.jsonl, recorded from
-# qwen2.5-coder-1.5b-instruct-q4_k_m on cases of eval/capture; see its "note" fields) ------
+# qwen2.5-coder-1.5b-instruct-q4_k_m on cases of evaluation/data/capture; see its "note" fields) ------
 
 REAL = {
     row["name"]: row for row in map(json.loads, (Path(__file__).parent / "llm_outputs.jsonl").read_text().splitlines())

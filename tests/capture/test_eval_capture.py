@@ -12,6 +12,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from evaluation import capture as evaluation
+from evaluation import capture_scores as scoring
 from memories.models import Project
 
 pytestmark = pytest.mark.django_db
@@ -102,11 +103,11 @@ def test_an_inverted_memory_does_not_match_however_close_its_vector() -> None:
         categories=("project-conventions",),
         scope="project",
     )
-    [score] = evaluation.score_runs(
+    [score] = scoring.score_runs(
         [_run(expected, "The team deploys on Fridays.", "The team never deploys on a Friday.")]
     )
 
-    assert score.similarities[0][0] >= evaluation.MATCH_THRESHOLD  # close by vector, yet inverted
+    assert score.similarities[0][0] >= scoring.MATCH_THRESHOLD  # close by vector, yet inverted
     assert [(m.expected, m.produced) for m in score.matches] == [(0, 1)]
     assert score.false_positives == [0]
 
@@ -140,7 +141,7 @@ def _produced(content: str) -> evaluation.Produced:
 
 
 def test_the_shipped_set_loads_and_holds_the_issues_five_turns_in_order() -> None:
-    cases = evaluation.load_cases("eval/capture/cases.jsonl")
+    cases = evaluation.load_cases("evaluation/data/capture/cases.jsonl")
 
     assert len(cases) >= 120
     issue = [c for c in cases if c.chain == "issue-11"]
@@ -170,18 +171,18 @@ def test_a_memory_with_the_old_value_does_not_match_the_new_one() -> None:
         scope="user",
         values=("Munich",),
     )
-    [score] = evaluation.score_runs([_run(expected, "The user lives in Berlin.", "The user is based in Munich.")])
+    [score] = scoring.score_runs([_run(expected, "The user lives in Berlin.", "The user is based in Munich.")])
 
-    assert score.similarities[0][0] >= evaluation.MATCH_THRESHOLD  # a wrong value reads alike
+    assert score.similarities[0][0] >= scoring.MATCH_THRESHOLD  # a wrong value reads alike
     assert [(m.expected, m.produced) for m in score.matches] == [(0, 1)]
 
 
 def test_the_threshold_check_reports_each_labelled_pair() -> None:
-    rows = evaluation.threshold_check("eval/capture/threshold_pairs.jsonl")
+    rows = scoring.threshold_check("evaluation/data/capture/threshold_pairs.jsonl")
 
     assert {r["label"] for r in rows} == {"same", "different"}
     inverted = next(r for r in rows if r["produced"] == "The team deploys on Fridays.")
-    assert (inverted["matched"], inverted["similarity"] >= evaluation.MATCH_THRESHOLD) == (False, True)
+    assert (inverted["matched"], inverted["similarity"] >= scoring.MATCH_THRESHOLD) == (False, True)
 
 
 def test_eval_capture_on_the_llm_path_runs_the_classifier(settings: Any, fake_openai: Any, tmp_path: Path) -> None:

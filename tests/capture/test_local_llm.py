@@ -1,4 +1,4 @@
-"""The LLM path against the real local model (memoryhub/local_llm.py), marked ``llm``.
+"""The LLM path against the real local model (serving/local_llm.py), marked ``llm``.
 
 These start llama-cpp-python's server with Qwen2.5-Coder-1.5B-Instruct and classify real
 conversations: seconds to minutes each on two cores, so they run only when asked for
@@ -21,8 +21,8 @@ from capture.classifier import build_classifier_messages, classifier_schema, par
 from capture.models import CaptureJob
 from capture.pipeline import Outcome, run_job
 from memories.models import DEFAULT_TAXONOMY, Memory
-from memoryhub import local_llm
 from retrieval.llm import complete
+from serving import local_llm
 
 pytestmark = pytest.mark.llm
 

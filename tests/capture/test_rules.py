@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 from capture.changes import Known
 from capture.proposals import ProposedMemory
 from capture.rules import extract_from_window
+from common.redaction import find_secrets
 from conversations.window import clean_window
-from memoryhub.redaction import find_secrets
 
 CODING_SESSION = [
     {"role": "user", "content": "Hey! I'm Priya, and I'm a backend engineer at Northwind."},

@@ -150,3 +150,15 @@ def test_capture_reads_a_claude_code_transcript_file(cli, tmp_path):
     job = CaptureJob.objects.get(pk=UUID(accepted["job_id"]))
     assert job.trigger == "compaction"
     assert [m["role"] for m in job.window] == ["user", "assistant", "assistant"]
+
+
+def test_profile_shows_the_standing_facts_after_a_rebuild(cli):
+    missing = cli("--json", "profile")
+    assert missing.returncode == 2 and json.loads(missing.stderr)["error"]["code"] == "profile_not_found"
+    remembered = cli("remember", "Alice is allergic to peanuts.", "--category", "user-facts")
+    assert remembered.returncode == 0, remembered.stderr
+    rebuilt = cli.json("profile", "--rebuild")
+    assert "peanuts" in rebuilt["text"] and rebuilt["version"] >= 1
+    assert rebuilt["facts"][0]["memory_ids"] == [remembered.stdout.strip()]
+    assert "peanuts" in cli("profile").stdout
+    assert remembered.stdout.strip() in cli("profile", "--facts").stdout

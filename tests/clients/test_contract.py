@@ -14,7 +14,8 @@ from memoryhub_client.contract import check_schema
 
 @pytest.fixture
 def schema(server: str) -> dict[str, Any]:
-    response = httpx2.get(f"{server}/api/v1/openapi.json")
+    # The first request builds the schema: seconds on a busy machine.
+    response = httpx2.get(f"{server}/api/v1/openapi.json", timeout=60)
     assert response.status_code == 200
     return dict(response.json())
 

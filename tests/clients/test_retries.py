@@ -18,8 +18,8 @@ import pytest
 from memoryhub_client import MemoryHub, RateLimited, RetryPolicy
 from memoryhub_client._core import retry_after
 
+from common.redis import redis_client
 from memories.models import Project
-from memoryhub.redis import redis_client
 
 
 def close_rate_windows() -> None:

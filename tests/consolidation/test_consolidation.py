@@ -9,11 +9,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from common.errors import Conflict
 from consolidation import services
 from consolidation.models import ActionStatus, ConsolidationAction, ConsolidationRun, ConsolidationState
 from memories import selectors as memory_selectors
 from memories.models import CapturePolicy, Memory, MemoryEdge, MemoryRevision, Project, Relationship, Status
-from memoryhub.errors import Conflict
 from tests.consolidation.conftest import consolidate, fresh, remember
 
 pytestmark = pytest.mark.django_db

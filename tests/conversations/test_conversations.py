@@ -8,9 +8,9 @@ import pytest
 from django.db import OperationalError, connection
 from django.utils import timezone
 
+from common.redis import redis_client
 from conversations.models import Message
 from conversations.session import session_key
-from memoryhub.redis import redis_client
 from retrieval.message_vectors import embed_messages, messages_awaiting_embedding
 
 pytestmark = pytest.mark.django_db

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from capture.services import CAPTURE_JOB_TASK
+from common.queue import publish
+from common.redis import redis_client
 from evaluation.management.commands.bench_capture import drop_nudges
-from memoryhub.queue import publish
-from memoryhub.redis import redis_client
 from tests.support.celery_worker import purge_queue
 
 

@@ -1,4 +1,4 @@
-"""The labelled sets in eval/ obey the rules eval/README.md promises.
+"""The labelled sets in evaluation/data/ obey the rules evaluation/data/README.md promises.
 
 Every structural rule runs on each set: the golden set (``golden.jsonl``) and the held-out
 everyday set (``everyday.jsonl``); ``SetSpec`` holds what differs between them (size, users,
@@ -17,7 +17,7 @@ import pytest
 
 from evaluation.datasets import GOLDEN_CATEGORIES, Case, CorpusItem, Dataset, load_golden
 
-EVAL_DIR = Path(__file__).resolve().parents[2] / "eval"
+EVAL_DIR = Path(__file__).resolve().parents[2] / "evaluation" / "data"
 TAXONOMY = {
     "coding-preferences", "project-conventions", "architectural-decisions", "user-facts",
     "corrections", "patterns", "finding", "insight", "lesson",

@@ -1,4 +1,4 @@
-"""eval/pipeline/natural.jsonl keeps the promises of eval/pipeline/README.md.
+"""evaluation/data/pipeline/natural.jsonl keeps the promises of evaluation/data/pipeline/README.md.
 
 A question whose evidence does not state its answer would score the pipeline against a fact
 nobody said; an "unanswerable" question with an answer would reward returning noise.

@@ -7,9 +7,9 @@ import json
 import pytest
 from django.test import Client, override_settings
 
+from common.errors import Invalid
 from memories import services
 from memories.models import ApiKey, Memory, MemoryEdge
-from memoryhub.errors import Invalid
 
 
 def error_code(response):

@@ -115,7 +115,7 @@ def test_eight_parallel_retries_write_exactly_one_memory(live_server, api):
 
 
 def test_with_redis_unreachable_a_keyed_write_still_runs(api, monkeypatch, tmp_path):
-    from memoryhub import redis as process_redis  # noqa: PLC0415
+    from common import redis as process_redis  # noqa: PLC0415
 
     gone = redis.Redis(unix_socket_path=str(tmp_path / "no-redis.sock"), socket_timeout=0.5)
     monkeypatch.setattr(process_redis, "_client", gone)

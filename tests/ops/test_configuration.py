@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from memoryhub import run
-from memoryhub.config import Environment
+from common.config import Environment
 from memoryhub.settings import env as declared
+from serving import run
 from tests.ops.helpers import BASE_DIR, manage
 
 STRONG_KEY = "k3y-" + "x9Qz" * 13

@@ -10,8 +10,8 @@ import time
 import pytest
 from django.db import connection
 
+from common import deferred
 from memories.models import Project
-from memoryhub import deferred
 from retrieval.models import RetrievalLog
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import redis
 
-from memoryhub import embedded
+from serving import embedded
 
 
 def test_redis_answers_as_soon_as_it_is_started_even_with_a_large_append_only_file(tmp_path: Path) -> None:

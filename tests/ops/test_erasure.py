@@ -8,9 +8,9 @@ import pytest
 from django.core.management import call_command
 
 from capture.models import CaptureJob
+from common.redis import redis_client
 from conversations.models import Conversation, Message
 from memories.models import Embedding, Memory, MemoryEdge, ScratchpadEntry
-from memoryhub.redis import redis_client
 from retrieval.embedders import LOCAL_MODEL_NAME, embedder_for_model
 from retrieval.models import RetrievalLog
 from retrieval.vector_cache import cache_key, cache_name

@@ -1,4 +1,4 @@
-"""gunicorn's workers share keep-alive connections evenly (memoryhub/gunicorn_worker.py)."""
+"""gunicorn's workers share keep-alive connections evenly (serving/gunicorn_worker.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from gunicorn.workers.gthread import TConn, ThreadWorker
 
 from evaluation.harness import Service
 from evaluation.process_cpu import descendants
-from memoryhub.gunicorn_worker import BalancedThreadWorker
+from serving.gunicorn_worker import BalancedThreadWorker
 
 pytestmark = pytest.mark.slow
 
@@ -155,7 +155,7 @@ def _statuses(raw: socket.socket, count: int) -> list[int]:
 @pytest.mark.usefixtures("servers")  # the service serves from them
 def test_kept_alive_connections_are_answered_back_to_back_idle_pipelined_and_beyond_the_threads():
     # A request thread answers a connection's next request itself when it comes within LINGER_S
-    # (memoryhub.gunicorn_worker.BalancedThreadWorker.handle); later ones go through the poller.
+    # (serving.gunicorn_worker.BalancedThreadWorker.handle); later ones go through the poller.
     with Service(worker=False, ready="listening", env={"WEB_CONCURRENCY": "2"}) as service:
         _started_workers(service)
         conn = _connect(service.port)

@@ -1,4 +1,4 @@
-"""Requests in flight across gunicorn's workers (memoryhub/inflight.py): what a question's embedding
+"""Requests in flight across gunicorn's workers (common/inflight.py): what a question's embedding
 threads are chosen by (retrieval.embedders.LocalEmbedder.query_threads)."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from types import SimpleNamespace
 import pytest
 from django.http import HttpRequest, HttpResponse
 
-from memoryhub import gunicorn_conf, inflight
+from common import inflight
+from serving import gunicorn_conf
 
 
 @pytest.fixture
@@ -94,7 +95,7 @@ def test_without_gunicorn_a_process_counts_its_own_requests(fresh_counters: None
 def test_a_worker_takes_a_connection_only_when_no_worker_holds_fewer_and_hands_back_a_surplus(
     fresh_counters: None,
 ) -> None:
-    """The counts memoryhub.gunicorn_worker keeps, as the master and three workers' loops set them."""
+    """The counts serving.gunicorn_worker keeps, as the master and three workers' loops set them."""
     assert inflight.fewest_connections(5)  # outside gunicorn: nothing to compare with
     assert not inflight.surplus_connections(5)
     server = SimpleNamespace(WORKERS={})

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from django.conf import settings
 
+from common.redis import redis_client
 from memories.models import Embedding, Project
 from memoryhub.celery import app
-from memoryhub.redis import redis_client
 from retrieval import embedders, reembed
 from retrieval.embedders import LOCAL_MODEL_NAME
 from retrieval.tasks import reembed_project_task

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from memoryhub import embedded
+from serving import embedded
 from tests.ops.helpers import BASE_DIR, manage
 
 

@@ -1,4 +1,4 @@
-"""One value per process (memoryhub/per_process.py): a forked child makes its own, the parent keeps its."""
+"""One value per process (common/per_process.py): a forked child makes its own, the parent keeps its."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import signal
 import threading
 from collections.abc import Callable
 
-from memoryhub.per_process import PerProcess
+from common.per_process import PerProcess
 
 
 def in_child(check: Callable[[], bool]) -> bool:

@@ -1,4 +1,4 @@
-"""The retrieve path's statements are prepared once per connection (memoryhub/prepared.py)."""
+"""The retrieve path's statements are prepared once per connection (common/prepared.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from django.db import connection, connections
 
+from common import prepared
 from memories import services
-from memoryhub import prepared
 
 
 def _prepared_statements() -> list[tuple[str, int]]:

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memoryhub.redaction import REDACTED, SecretMatch, find_secrets, is_mostly_secret, redact
+from common.redaction import REDACTED, SecretMatch, find_secrets, is_mostly_secret, redact
 
 OPENAI_KEY = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
 GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5" * 4

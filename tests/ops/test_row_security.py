@@ -1,4 +1,4 @@
-"""Postgres row-level security behind the selectors (memoryhub/row_security.py, docs/adr/0014-row-level-security.md)."""
+"""Postgres row-level security behind the selectors (common/row_security.py, docs/adr/0014-row-level-security.md)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from django.db import DatabaseError, connection, transaction
 from django.test import override_settings
 
 from capture.models import CaptureJob
+from common import row_security
 from conversations.models import Conversation, Message
 from memories import selectors
 from memories.models import Embedding, Memory, MemoryRevision
-from memoryhub import row_security
 from retrieval.models import RetrievalLog
 
 

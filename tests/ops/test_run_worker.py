@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from memoryhub import run
+from serving import run
 from tests.support.celery_worker import stop, worker_env
 
 pytestmark = pytest.mark.django_db(transaction=True)

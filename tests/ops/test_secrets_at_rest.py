@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 
 from capture.models import CaptureJob
-from memoryhub.redaction import REDACTED, find_secrets, iban_valid, luhn_valid, redact
+from common.redaction import REDACTED, find_secrets, iban_valid, luhn_valid, redact
 
 CARD = "4111 1111 1111 1111"
 TOKEN = "ghp_R7kQ2mXv9LpT4sWc8NbY3hJd6FgA1zE5uK0o"

@@ -11,8 +11,8 @@ import pytest
 from django.conf import settings
 from django.db.utils import ConnectionHandler
 
-from memoryhub import embedded
-from memoryhub.config import PREPARE_THRESHOLD, database_settings
+from common.config import PREPARE_THRESHOLD, database_settings
+from serving import embedded
 from tests.support.celery_worker import database_url_for_tests
 
 
@@ -29,7 +29,7 @@ def test_database_url_options_reach_postgres(db):
 
 def test_tls_options_in_the_url_are_kept_beside_the_connect_timeout():
     config = database_settings("postgresql://u:p@db.example.com:5432/mh?sslmode=verify-full&sslrootcert=/ca.pem")
-    prepare = {"prepare_threshold": PREPARE_THRESHOLD}  # memoryhub.prepared's statements only
+    prepare = {"prepare_threshold": PREPARE_THRESHOLD}  # common.prepared's statements only
     assert config["OPTIONS"] == {"connect_timeout": 5, "sslmode": "verify-full", "sslrootcert": "/ca.pem", **prepare}
     options = database_settings("postgresql://u:p@h/mh?connect_timeout=20")["OPTIONS"]
     assert options == {"connect_timeout": 20, **prepare}

@@ -1,4 +1,4 @@
-"""Retrieves take turns on a web worker (memoryhub/turns.py): one at a time, in arrival order, and a
+"""Retrieves take turns on a web worker (common/turns.py): one at a time, in arrival order, and a
 turn is given away while its holder waits on an LLM or a remote embedder."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from django.conf import settings as django_settings
 from django.http import HttpRequest, HttpResponse
 from django.test import RequestFactory
 
-from memoryhub import turns
-from memoryhub.turns import Turns, TurnsMiddleware
+from common import turns
+from common.turns import Turns, TurnsMiddleware
 from retrieval.embedders import OpenAIEmbedder
 from retrieval.llm import complete
 from tests.support import openai_fixtures
@@ -224,8 +224,8 @@ def test_a_retrieve_reads_its_body_before_it_waits(settings: Any, fresh_turns: T
 
 def test_the_middleware_comes_first_so_waiting_requests_are_not_counted_as_answered() -> None:
     assert django_settings.MIDDLEWARE[:2] == [
-        "memoryhub.turns.TurnsMiddleware",
-        "memoryhub.inflight.InFlightMiddleware",
+        "common.turns.TurnsMiddleware",
+        "common.inflight.InFlightMiddleware",
     ]
 
 

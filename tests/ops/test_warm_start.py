@@ -14,7 +14,7 @@ from retrieval.models import RetrievalLog
 
 @pytest.mark.django_db(transaction=True)
 def test_worker_warm_up_walks_the_request_path_and_writes_nothing(api, django_assert_max_num_queries):
-    from memoryhub import gunicorn_conf
+    from serving import gunicorn_conf
 
     reset_embedder_cache(include_local=True)  # a fresh worker: no session loaded yet
     keys_before = list(ApiKey.objects.values_list("pk", "last_used_at"))

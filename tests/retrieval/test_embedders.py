@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memoryhub import inflight
+from common import inflight
 from retrieval.embedders import (
     LOCAL_MODEL_NAME,
     EmbedderError,

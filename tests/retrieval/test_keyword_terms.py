@@ -12,9 +12,10 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from common import row_security
 from memories import services
 from memories.models import Memory, MemoryTerm, Project, Status
-from memoryhub import erasure, row_security
+from memoryhub import erasure
 from retrieval.keyword_stats import settle_after_bulk_load
 from retrieval.search import BOILERPLATE_LEXEMES, KEYWORD_SQL, RANK_INLINE, search_settings
 

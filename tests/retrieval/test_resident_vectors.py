@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from django.db import connection
 
+from common.per_process import PerProcess
 from evaluation.synthetic import varied_memories
 from memories.models import Embedding, Memory, VectorGroup
-from memoryhub.per_process import PerProcess
 from retrieval import resident_vectors
 from retrieval.embedders import embedder_for_model
 from retrieval.memory_vectors import active_model

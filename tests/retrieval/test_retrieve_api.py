@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from ninja import schema as ninja_schema
 from pydantic import ValidationError
 
+from common import deferred
 from memories import services
 from memories.models import Memory, Project
-from memoryhub import deferred
 from retrieval import embedders, engine
 from retrieval.models import RetrievalLog
 from retrieval.schemas import RetrieveOut
@@ -314,7 +314,7 @@ def test_a_query_vector_cached_earlier_is_not_embedded_again(api, alice_memories
 
 
 def test_with_redis_down_a_retrieve_still_answers_and_is_not_limited(api, alice_memories, monkeypatch, tmp_path):
-    from memoryhub import redis as process_redis  # noqa: PLC0415
+    from common import redis as process_redis  # noqa: PLC0415
 
     Project.objects.filter(pk=api.project.pk).update(retrieval_rate_limit=1)
     monkeypatch.setattr(
@@ -327,7 +327,7 @@ def test_with_redis_down_a_retrieve_still_answers_and_is_not_limited(api, alice_
 
 
 def test_a_redis_that_runs_no_scripts_still_caches_turns_and_limits(api, alice_memories, monkeypatch):
-    from memoryhub import redis as process_redis  # noqa: PLC0415
+    from common import redis as process_redis  # noqa: PLC0415
 
     admin = process_redis.redis_client()
     name = f"no-scripts-{uuid.uuid4().hex[:8]}"

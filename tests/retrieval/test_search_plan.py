@@ -15,10 +15,10 @@ import pytest
 from django.db import connection, transaction
 from pgvector import Vector
 
+from common import row_security
 from memories import services
 from memories.fields import vector_literal
 from memories.models import GIN_PENDING_LIST_KB
-from memoryhub import row_security
 from retrieval.search import (
     BOILERPLATE_LEXEMES,
     KEYWORD_SQL,
@@ -381,7 +381,7 @@ def test_the_statements_are_sent_short_enough_for_psycopg_to_keep_their_split():
 
 
 def generic_plan(statement: str) -> str:
-    """The plan Postgres keeps for ``statement`` prepared (memoryhub.prepared), for any parameters:
+    """The plan Postgres keeps for ``statement`` prepared (common.prepared), for any parameters:
     ``EXPLAIN (GENERIC_PLAN)`` with each named parameter as a numbered one."""
     names: list[str] = []
 

@@ -1,7 +1,7 @@
 """The hybrid search's settings last for its own statements only, inside a transaction or not.
 
 Each of its statements goes after SETTINGS_SQL in one pipelined round trip (retrieval/search.py,
-memoryhub/prepared.py): outside a transaction the pipeline's implicit transaction ends them; inside
+common/prepared.py): outside a transaction the pipeline's implicit transaction ends them; inside
 one, a rolled-back savepoint does. The query vectors are computed while Postgres runs the full-text
 statement.
 """
@@ -13,9 +13,9 @@ import psycopg
 import pytest
 from django.db import DatabaseError, connection, transaction
 
+from common import row_security
 from memories import services
 from memories.models import Project
-from memoryhub import row_security
 from retrieval.embedders import get_embedder
 from retrieval.memory_vectors import active_model
 from retrieval.search import KEYWORD_SQL, SearchParams, hybrid_search

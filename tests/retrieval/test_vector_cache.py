@@ -8,8 +8,8 @@ import uuid
 import numpy as np
 import pytest
 
-from memoryhub import deferred
-from memoryhub.redis import redis_client
+from common import deferred
+from common.redis import redis_client
 from retrieval.embedders import INT8_ROUTE, LOCAL_MODEL_NAME, LocalEmbedder
 from retrieval.vector_cache import cache_key, cache_names, embed_texts, forget_cached, project_cache_name
 
@@ -63,7 +63,7 @@ def test_forgetting_a_projects_query_vectors_keeps_every_other_cached_vector() -
 
 
 def test_the_redis_client_reads_replies_with_hiredis() -> None:
-    """hiredis is a dependency for speed alone (memoryhub/redis.py): redis-py falls back to its Python
+    """hiredis is a dependency for speed alone (common/redis.py): redis-py falls back to its Python
     parser without a word when the package is missing."""
     pool = redis_client().connection_pool
     connection = pool.get_connection()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from evaluation import capture, report
+from evaluation import capture_scores, report
 from evaluation.metrics import CaseResult, summarise
 
 
@@ -28,7 +28,7 @@ def _retrieval_report(directory, name="golden"):
 def test_the_page_shows_each_reports_run_and_its_svg_charts(client_as, project, settings, tmp_path):
     settings.MEMORYHUB_REPORTS_DIR = tmp_path
     _retrieval_report(tmp_path)
-    captured = {**capture.report([]), "run": {"path": "rules", "policy": "auto", "split": "all", "seconds": 1.5}}
+    captured = {**capture_scores.report([]), "run": {"path": "rules", "policy": "auto", "split": "all", "seconds": 1.5}}
     (tmp_path / "capture-rules.json").write_text(json.dumps(captured))
     (tmp_path / "notes.json").write_text("[1, 2")
     page = client_as("viewer").get(f"/p/{project.slug}/evaluation/").content.decode()

@@ -1,12 +1,12 @@
-"""Sign-in throttling (memoryhub/login_throttle.py): the defect was 25 wrong passwords, then the right one, accepted."""
+"""Sign-in throttling (common/login_throttle.py): the defect was 25 wrong passwords, then the right one, accepted."""
 
 from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
 
-from memoryhub import login_throttle
-from memoryhub.redis import redis_client
+from common import login_throttle
+from common.redis import redis_client
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""Security headers on the UI and the API (memoryhub/security.py, docs/adr/0018-security-headers.md)."""
+"""Security headers on the UI and the API (common/security.py, docs/adr/0018-security-headers.md)."""
 
 from __future__ import annotations
 

@@ -27,8 +27,8 @@ from django.utils.cache import patch_vary_headers
 from django.utils.http import url_has_allowed_host_and_scheme
 from django_htmx.http import HttpResponseClientRedirect
 
+from common.errors import DomainError
 from memories.models import Role
-from memoryhub.errors import DomainError
 from ui.selectors import ROLE_RANK, Access, project_access
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})

@@ -14,9 +14,9 @@ from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 from django.views.decorators.http import require_POST
 
+from common.errors import DomainError
 from memories import demo, services
 from memories.models import ApiKey, Project, Role
-from memoryhub.errors import DomainError
 from retrieval.llm import llm_configured
 from retrieval.memory_vectors import active_model
 from retrieval.reembed import get_progress

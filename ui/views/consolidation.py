@@ -12,10 +12,10 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from common.errors import DomainError, NotFound
 from consolidation import selectors, services
 from consolidation.models import ActionKind, ConsolidationAction
 from memories.models import Role
-from memoryhub.errors import DomainError, NotFound
 from ui.views.access import Access, done, is_htmx, next_url, page_context, project_view, refuse
 from ui.views.diffing import Segment, word_diff
 from ui.views.review_undo import remember, undo_label
@@ -142,7 +142,7 @@ def runs(request: HttpRequest, access: Access) -> HttpResponse:
         runs=selectors.runs_for_project(project=access.project, user_id=user_id, limit=RUNS_SHOWN),
         user_filter=user_id,
         waiting=selectors.proposals_count(project=access.project),
-        nav="consolidations",
+        nav="review",
     )
     return render(request, "ui/consolidations.html", context)
 
@@ -159,7 +159,7 @@ def _run_context(access: Access, run_id: str) -> dict[str, Any]:
         run = selectors.run_get(project=access.project, run_id=run_id)
     except NotFound as error:
         raise Http404(error.message) from error
-    return page_context(access, run=run, actions=selectors.run_actions(run=run), nav="consolidations")
+    return page_context(access, run=run, actions=selectors.run_actions(run=run), nav="review")
 
 
 @project_view()

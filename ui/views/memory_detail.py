@@ -12,9 +12,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from common.errors import DomainError, NotFound
 from memories import selectors, services
 from memories.models import Memory, MemoryEdge, Relationship, Role
-from memoryhub.errors import DomainError, NotFound
 from ui import page_selectors
 from ui import selectors as ui_selectors
 from ui.forms import LinkForm, MemoryFieldsForm

@@ -10,9 +10,9 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from common.errors import DomainError
 from memories import services
 from memories.models import Memory, Role, Status
-from memoryhub.errors import DomainError
 from ui import selectors as ui_selectors
 from ui.forms import BulkForm, MemoryFilterForm
 from ui.views.access import Access, done, is_htmx, next_url, page_context, project_view, query_of, refuse

@@ -15,8 +15,8 @@ from django.views.decorators.http import require_POST
 from capture import selectors as capture_selectors
 from capture import services as capture_services
 from capture.models import CaptureJob, JobStatus
+from common.errors import DomainError, NotFound
 from memories.models import Memory, Role
-from memoryhub.errors import DomainError, NotFound
 from ui import eval_reports, page_selectors
 from ui import selectors as ui_selectors
 from ui.views.access import Access, done, is_htmx, next_url, page_context, project_view, refuse

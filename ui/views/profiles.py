@@ -9,9 +9,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
+from common.errors import DomainError
 from memories.models import Role
 from memories.selectors import memories_visible
-from memoryhub.errors import DomainError
 from profiles import selectors, services
 from profiles.models import Profile
 from ui.views.access import Access, done, page_context, project_view, refuse

@@ -15,11 +15,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from capture.models import CaptureJob
+from common.errors import DomainError
 from consolidation import selectors as consolidation_selectors
 from conversations.window import clean_window
 from memories import services
 from memories.models import Memory, MemoryEdge, Role, Status
-from memoryhub.errors import DomainError
 from retrieval.duplicates import similar_memories
 from retrieval.embedders import EmbedderError
 from ui import selectors as ui_selectors

@@ -14,10 +14,10 @@ from typing import Any
 
 from django.http import HttpRequest
 
+from common.errors import Conflict, DomainError
 from consolidation import selectors as consolidation_selectors
 from consolidation import services as consolidation_services
 from memories import services
-from memoryhub.errors import Conflict, DomainError
 from ui import selectors as ui_selectors
 from ui.views.access import Access
 

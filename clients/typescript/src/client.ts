@@ -105,6 +105,8 @@ export const METHODS: Readonly<Record<string, OperationId>> = {
   exportJsonl: "integrations_api_export",
   importJsonl: "integrations_api_import_",
   eraseUser: "memoryhub_api_erase_user",
+  getProfile: "profiles_api_get_profile",
+  rebuildProfile: "profiles_api_rebuild_profile",
 };
 
 /** Operations with no named method, and why (`call()` still reaches them). */
@@ -272,6 +274,16 @@ export class MemoryHub {
 
   eraseUser(userId: string) {
     return this.call("memoryhub_api_erase_user", { path: { user_id: userId } });
+  }
+
+  /** The user's profile: standing facts from their active memories (404 before the first is built). */
+  getProfile(userId: string) {
+    return this.call("profiles_api_get_profile", { path: { user_id: userId } });
+  }
+
+  /** Rebuild the user's profile from their active memories now. */
+  rebuildProfile(userId: string) {
+    return this.call("profiles_api_rebuild_profile", { path: { user_id: userId } });
   }
 
   private url(template: string, path: Record<string, unknown> | undefined, query: unknown): string {

@@ -5,7 +5,7 @@
    (one user each, so none coalesce or wait for a lock) through the same service the API
    uses and measures from the first submit until every job is ``done``. The worker also runs
    the embedding tasks those jobs queue, as it would in production.
-2. **Latency.** Starts gunicorn as ``make run`` does (``memoryhub.gunicorn_conf``, through
+2. **Latency.** Starts gunicorn as ``make run`` does (``serving.gunicorn_conf``, through
    ``evaluation.harness.Service``) on a free loopback port and sends ``--requests`` POST
    /api/v1/capture requests from ``--clients`` threads, each with its own keep-alive
    ``http.client`` connection; reports p50/p95/p99.
@@ -30,16 +30,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from celery import current_app as app
 from django.core.management.base import BaseCommand, CommandParser
 
 from capture import services
 from capture.models import CaptureJob, JobStatus
+from common.redis import redis_client
 from evaluation import machine
 from evaluation.harness import Service
 from memories.models import Project
 from memories.services import api_key_create, project_get_or_create
-from memoryhub.celery import app
-from memoryhub.redis import redis_client
 
 PROJECT = "bench-capture"
 WINDOW = [
@@ -71,7 +71,7 @@ class Command(BaseCommand):
                 report["rules_throughput"] = measure_throughput(project, jobs=options["jobs"], log=self.stderr.write)
                 self.stderr.write(f"throughput: {report['rules_throughput']}")
             _, key = api_key_create(project=project, name="bench")
-            # gunicorn as `make run` serves (memoryhub.gunicorn_conf), without a Celery worker: the jobs
+            # gunicorn as `make run` serves (serving.gunicorn_conf), without a Celery worker: the jobs
             # stay queued and are deleted with the project. Timed once a web worker answers (its
             # start-up, model loading included, is not in the first acks).
             with Service(worker=False, ready="answering") as service:

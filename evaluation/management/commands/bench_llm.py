@@ -48,7 +48,7 @@ class Command(BaseCommand):
         parser.add_argument("--speed-runs", type=int, default=5, help="generation and prompt calls each")
         parser.add_argument("--gen-tokens", type=int, default=128)
         parser.add_argument("--prompt-tokens", type=int, default=1200)
-        parser.add_argument("--cases", default="eval/capture/cases.jsonl")
+        parser.add_argument("--cases", default="evaluation/data/capture/cases.jsonl")
 
     def handle(self, *args: Any, **options: Any) -> None:
         if not llm_configured():

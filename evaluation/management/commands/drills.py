@@ -40,7 +40,7 @@ from capture.models import CaptureJob
 from evaluation.harness import Service
 from memories import services
 from memories.models import Memory, Project
-from memoryhub import embedded
+from serving import embedded
 
 DRILLS = ["postgres-bulk", "postgres-capture", "redis-capture", "redis-retrieve", "worker-kill"]
 # Run only when asked (``make drills-disk``): it needs the home on a small filesystem of its own.

@@ -1,6 +1,6 @@
 """python manage.py eval_capture: what capture writes, measured on hand-written conversations.
 
-Runs every case of ``eval/capture/cases.jsonl`` through the real capture pipeline (see
+Runs every case of ``evaluation/data/capture/cases.jsonl`` through the real capture pipeline (see
 ``evaluation.capture``) on one path: ``rules`` (no LLM, whatever is configured) or ``llm``
 (the configured ``MEMORYHUB_LLM_BASE_URL`` / ``OPENAI_API_KEY``). Prints a table of the
 figures for the whole set, the tune split and the held-out split, and writes every figure
@@ -19,6 +19,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.test import override_settings
 
 from evaluation import capture as evaluation
+from evaluation import capture_scores as scoring
 from retrieval.llm import llm_configured
 
 NO_LLM = (
@@ -32,17 +33,17 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--path", choices=["rules", "llm"], default="rules", help="which extractor to evaluate")
-        parser.add_argument("--cases", default="eval/capture/cases.jsonl", help="cases JSONL")
+        parser.add_argument("--cases", default="evaluation/data/capture/cases.jsonl", help="cases JSONL")
         parser.add_argument("--limit", type=int, help="only the first N cases")
         parser.add_argument("--split", choices=["all", *evaluation.SPLITS], default="all", help="only this split")
         parser.add_argument("--policy", choices=["auto", "review"], default="auto", help="the projects' capture policy")
-        parser.add_argument("--threshold", type=float, default=evaluation.MATCH_THRESHOLD, help="cosine to match")
+        parser.add_argument("--threshold", type=float, default=scoring.MATCH_THRESHOLD, help="cosine to match")
         parser.add_argument("--report-dir", default="reports", help="folder for the JSON report")
         parser.add_argument("--keep", action="store_true", help="keep the evaluation projects for inspection")
         parser.add_argument(
             "--check-threshold",
             metavar="PAIRS",
-            help="only print how hand-labelled pairs (eval/capture/threshold_pairs.jsonl) fare at --threshold",
+            help="only print how labelled pairs (evaluation/data/capture/threshold_pairs.jsonl) fare at --threshold",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -63,11 +64,11 @@ class Command(BaseCommand):
         try:
             with override_settings(**overrides):
                 runs = evaluation.run_cases(cases, policy=options["policy"], log=self.stderr.write)
-            scores = evaluation.score_runs(runs, threshold=options["threshold"])
+            scores = scoring.score_runs(runs, threshold=options["threshold"])
         finally:
             if not options["keep"]:
                 evaluation.fresh_projects()
-        summary = evaluation.report(scores, threshold=options["threshold"])
+        summary = scoring.report(scores, threshold=options["threshold"])
         summary["run"] = {
             "path": options["path"],
             "model": settings.MEMORYHUB_LLM_MODEL if options["path"] == "llm" else None,
@@ -82,11 +83,11 @@ class Command(BaseCommand):
         target = out / f"capture-{options['path']}.json"
         target.write_text(json.dumps(summary, indent=1, default=str))
         self.stdout.write(f"capture evaluation, path {options['path']} (match: cosine >= {options['threshold']})")
-        self.stdout.write(evaluation.table(summary))
+        self.stdout.write(scoring.table(summary))
         self.stdout.write(f"report: {target}")
 
     def _check_threshold(self, path: str, threshold: float) -> None:
-        rows = evaluation.threshold_check(path, threshold)
+        rows = scoring.threshold_check(path, threshold)
         for row in sorted(rows, key=lambda r: -r["similarity"]):
             verdict = "match" if row["matched"] else "-"
             line = f"{row['similarity']:.3f} {row['label']:9} {verdict:5} {row['expected']} || {row['produced']}"

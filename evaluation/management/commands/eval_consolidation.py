@@ -1,6 +1,6 @@
 """python manage.py eval_consolidation: consolidation's precision and recall, and its throughput.
 
-Without options: every pair of ``eval/consolidation/pairs.jsonl`` judged by the rules the runs use
+Without options: every pair of ``evaluation/data/consolidation/pairs.jsonl`` judged by the rules the runs use
 (with the configured embedder's cosine), precision and recall of merge + supersede on the ``dev``
 and ``heldout`` splits separately (a wrong merge counts double), and the dev pairs it got wrong.
 ``--throughput``: a synthetic end user of ``--memories`` memories in a project of its own, a full
@@ -24,7 +24,9 @@ class Command(BaseCommand):
     help = "Consolidation on the labelled pairs (precision/recall per split) and, with --throughput, its speed."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--pairs", default="eval/consolidation/pairs.jsonl", help="labelled pairs (JSONL)")
+        parser.add_argument(
+            "--pairs", default="evaluation/data/consolidation/pairs.jsonl", help="labelled pairs (JSONL)"
+        )
         parser.add_argument("--report-dir", default="reports", help="folder for the JSON report")
         parser.add_argument("--throughput", action="store_true", help="measure a full and an incremental run")
         parser.add_argument("--memories", type=int, default=10_000, help="the synthetic user's memories")

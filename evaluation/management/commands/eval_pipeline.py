@@ -11,7 +11,7 @@ is in ``evaluation/pipeline.py``. Prints tables per group (split or conversation
 
 Datasets:
 
-* ``--dataset natural [--split dev|heldout|all]``: ``eval/pipeline/natural.jsonl`` (its README).
+* ``--dataset natural [--split dev|heldout|all]``: ``evaluation/data/pipeline/natural.jsonl`` (its README).
 * ``--dataset locomo --locomo PATH [--conversations N]``: LoCoMo's ``locomo10.json`` read from
   PATH at run time (CC BY-NC evaluation data: never copied into the repository). Each speaker is
   their own user (their turns ``user``, the other's ``assistant``); category 1–4 questions only.
@@ -22,15 +22,24 @@ Datasets:
 Extractor: whatever this environment configures (the rules without an LLM); ``--llm-url`` and
 ``--llm-model`` point the worker (only the worker: retrieval stays as it is) at an
 OpenAI-compatible endpoint.
+
+The peer: ``--peer mem0`` sends the same plan through mem0 OSS instead (``evaluation/peer_pipeline.py``:
+every turn stored raw with ``add(..., infer=False)``, its turn id in the metadata, one ``search`` per
+question and user), in the peer's virtualenv (``--peer-python``, the one ``make bench`` builds)
+through the harness ``--peer-harness``. No server of ours starts. One report per mem0 search
+``threshold`` in ``--peer-thresholds`` (mem0's default 0.1 first), each a JSON line.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
@@ -38,7 +47,8 @@ from django.utils import timezone
 from evaluation import machine
 from evaluation.harness import Service
 from evaluation.natural import NATURAL_PATH
-from evaluation.pipeline import ask_all, capture_all, details, locomo_plan, natural_plan, summarize, table
+from evaluation.peer_pipeline import MEM0_DEFAULT_THRESHOLD, peer_jobs, peer_results, run_driver
+from evaluation.pipeline import Plan, ask_all, capture_all, details, locomo_plan, natural_plan, summarize, table
 from memories import services
 from memories.models import EmbeddingStatus, Memory
 
@@ -88,6 +98,20 @@ class Command(BaseCommand):
         parser.add_argument(
             "--details", help="write each question's scores and top 5 items here (JSON lines; keep it out of the repo)"
         )
+        parser.add_argument("--peer", choices=["mem0"], help="run the plan through the peer instead of MemoryHub")
+        parser.add_argument(
+            "--peer-python",
+            default=os.environ.get(
+                "MEMORYHUB_PEER_PYTHON", str(Path(settings.BASE_DIR) / ".memoryhub/peer/bin/python")
+            ),
+            help="the peer virtualenv's python, as make bench builds it (default: $MEMORYHUB_PEER_PYTHON)",
+        )
+        parser.add_argument("--peer-harness", default="../shared/peers/mem0_locomo.py", help="the peer's harness")
+        parser.add_argument(
+            "--peer-thresholds",
+            default=f"{MEM0_DEFAULT_THRESHOLD},0",
+            help="mem0 search thresholds, comma-separated: one report each (default: mem0's own 0.1, then none)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["dataset"] == "locomo":
@@ -100,6 +124,9 @@ class Command(BaseCommand):
             plan = natural_plan(
                 Path(options["natural"]), split=options["split"], sample=options["sample"], people=options["people"]
             )
+        if options["peer"]:
+            self._peer(plan, options)
+            return
         worker_env: dict[str, str] = {}
         if options["llm_url"]:
             worker_env["MEMORYHUB_LLM_BASE_URL"] = options["llm_url"]
@@ -158,6 +185,54 @@ class Command(BaseCommand):
         if options["out"]:
             Path(options["out"]).write_text(line + "\n")
         self.stdout.write(line)
+
+    def _peer(self, plan: Plan, options: dict[str, Any]) -> None:
+        if not Path(options["peer_python"]).is_file():
+            raise CommandError(f"no peer interpreter at {options['peer_python']}: run `make bench` (it builds it)")
+        if not Path(options["peer_harness"]).is_file():
+            raise CommandError(f"no peer harness at {options['peer_harness']}")
+        thresholds = [float(t) for t in options["peer_thresholds"].split(",") if t.strip()]
+        home = Path(os.environ.get("MEMORYHUB_HOME", tempfile.gettempdir()))
+        started = time.monotonic()
+        output = run_driver(
+            plan,
+            python=options["peer_python"],
+            harness=options["peer_harness"],
+            workdir=home / "peer-pipeline",
+            thresholds=thresholds,
+            log=self.stderr.write,
+        )
+        wall = round(time.monotonic() - started, 1)
+        jobs = peer_jobs(output, plan)
+        lines = []
+        for threshold in thresholds:
+            results = peer_results(output, plan, threshold)
+            extra: dict[str, Any] = {
+                "split": options["split"] if plan.dataset == "natural" else None,
+                "conversations": options["conversations"] if plan.dataset == "locomo" else None,
+                "sample": options["sample"],
+                "peer": output["system"],
+                "peer_versions": output["versions"],
+                "peer_store": output["store"],
+                "peer_threshold": threshold,
+                "peer_network_attempts": output["network_attempts"],
+                "extractor": f"mem0 infer=False, search threshold {threshold}",
+                "machine": machine.summary(machine.describe()),
+                "wall_seconds": wall,
+            }
+            report = summarize(plan, jobs, results, extra=extra)
+            self.stdout.write(table(report).replace("retrieve ms", "search ms in process (no HTTP)"))
+            lines.append(json.dumps(report))
+            if options["details"]:
+                path = Path(options["details"])
+                named = path.with_name(f"{path.stem}-t{threshold}{path.suffix}")
+                with open(named, "w", encoding="utf-8") as handle:
+                    handle.writelines(json.dumps(row) + "\n" for row in details(results))
+        if output["network_attempts"]:
+            raise CommandError(f"the peer tried the network: {output['network_attempts'][:5]}")
+        if options["out"]:
+            Path(options["out"]).write_text("".join(line + "\n" for line in lines))
+        self.stdout.write("\n".join(lines))
 
 
 def _wait_for_embeddings(project_ids: list[int], timeout: float = 600) -> float:

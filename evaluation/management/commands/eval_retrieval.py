@@ -1,7 +1,7 @@
 """python manage.py eval_retrieval: retrieval quality through the real API path.
 
 Loads a corpus (LoCoMo JSONL of ../shared/benchmarks, each user_id a separate end user,
-or our golden set under eval/) into a fresh project, embeds it, asks every case through
+or our golden set under evaluation/data/) into a fresh project, embeds it, asks every case through
 POST /api/v1/retrieve (Django's test client: the real URL routing, auth, schemas and
 engine), and writes a JSON summary and an HTML report with charts.
 """
@@ -135,8 +135,8 @@ def load_dataset(options: dict[str, Any]) -> Dataset:
         options["corpus"] = corpus
         return load_locomo(corpus, cases, limit=options.get("limit"))
     name = options["dataset"]
-    cases = options.get("cases") or f"eval/{name}.jsonl"
-    dataset = load_golden(cases, memories_path=options.get("corpus") or f"eval/{name}_memories.jsonl")
+    cases = options.get("cases") or f"evaluation/data/{name}.jsonl"
+    dataset = load_golden(cases, memories_path=options.get("corpus") or f"evaluation/data/{name}_memories.jsonl")
     if options.get("limit"):
         dataset.cases = dataset.cases[: options["limit"]]
     return dataset

@@ -9,7 +9,7 @@ keeps each candidate's relevance evidence and label, then:
    Every cut must also get the product's own examples right (``_required_examples``);
 2. fits on all --fit sets and prints the ``RelevanceModel`` to put in ``retrieval/relevance.py``.
 
-Sets: ``golden`` and ``everyday`` (eval/), ``obs``, ``session``, ``turns`` (LoCoMo, read from
+Sets: ``golden`` and ``everyday`` (evaluation/data/), ``obs``, ``session``, ``turns`` (LoCoMo, read from
 --benchmarks; never copied into the repository).
 """
 

@@ -9,11 +9,11 @@ import anyio
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from mcp.server.stdio import stdio_server
 
+from common import row_security
 from integrations.mcp.server import build_server
 from integrations.mcp.tools import Principal
 from memories.models import Project
 from memories.services import api_key_authenticate
-from memoryhub import row_security
 from retrieval.embedders import warm_queries
 
 

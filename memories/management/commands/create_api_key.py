@@ -6,9 +6,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from common.errors import Conflict, NotFound
 from memories import services
 from memories.models import Membership, Role
-from memoryhub.errors import Conflict, NotFound
 
 
 class Command(BaseCommand):

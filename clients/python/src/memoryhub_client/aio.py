@@ -28,6 +28,8 @@ from memoryhub_client.models import (
     Link,
     Memory,
     MemoryPage,
+    MemoryWrite,
+    Profile,
     QueryMemoryResult,
     RetrieveResult,
     ScratchpadEntry,
@@ -111,9 +113,9 @@ class AsyncMemoryHub:
         supersedes: str | None = None,
         related: Links = None,
         idempotency_key: str | None = None,
-    ) -> Memory:
+    ) -> MemoryWrite:
         """Create one memory; ``related`` links it to others (``Link(id, relationship)``)."""
-        return await self._call("create_memory", locals(), Memory)
+        return await self._call("create_memory", locals(), MemoryWrite)
 
     async def bulk_create_memories(
         self, *, memories: Sequence[dict[str, Any]], idempotency_key: str | None = None
@@ -164,9 +166,9 @@ class AsyncMemoryHub:
         related: Links = None,
         reason: str | None = None,
         idempotency_key: str | None = None,
-    ) -> Memory:
+    ) -> MemoryWrite:
         """Replace a memory with a new version; the old one becomes ``superseded``."""
-        return await self._call("supersede_memory", locals(), Memory)
+        return await self._call("supersede_memory", locals(), MemoryWrite)
 
     async def list_memories(
         self,
@@ -316,6 +318,14 @@ class AsyncMemoryHub:
         """Import an export file's text; when any line is rejected nothing is imported and
         ``ValidationError`` (code ``import_rejected``) lists each line's reason in ``details``."""
         return await self._call("import_jsonl", {"idempotency_key": idempotency_key}, ImportResult, content=text)
+
+    async def get_profile(self, *, user_id: str) -> Profile:
+        """The user's profile (``NotFound`` before the first is built)."""
+        return await self._call("get_profile", locals(), Profile)
+
+    async def rebuild_profile(self, *, user_id: str) -> Profile:
+        """Rebuild the user's profile from their active memories now, and answer it."""
+        return await self._call("rebuild_profile", locals(), Profile)
 
     async def erase_user(self, *, user_id: str) -> Erasure:
         """Erase one end user of the project, irreversibly; answers what was removed."""

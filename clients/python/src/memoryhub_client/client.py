@@ -27,6 +27,8 @@ from memoryhub_client.models import (
     Link,
     Memory,
     MemoryPage,
+    MemoryWrite,
+    Profile,
     QueryMemoryResult,
     RetrieveResult,
     ScratchpadEntry,
@@ -110,9 +112,9 @@ class MemoryHub:
         supersedes: str | None = None,
         related: Links = None,
         idempotency_key: str | None = None,
-    ) -> Memory:
+    ) -> MemoryWrite:
         """Create one memory; ``related`` links it to others (``Link(id, relationship)``)."""
-        return self._call("create_memory", locals(), Memory)
+        return self._call("create_memory", locals(), MemoryWrite)
 
     def bulk_create_memories(
         self, *, memories: Sequence[dict[str, Any]], idempotency_key: str | None = None
@@ -163,9 +165,9 @@ class MemoryHub:
         related: Links = None,
         reason: str | None = None,
         idempotency_key: str | None = None,
-    ) -> Memory:
+    ) -> MemoryWrite:
         """Replace a memory with a new version; the old one becomes ``superseded``."""
-        return self._call("supersede_memory", locals(), Memory)
+        return self._call("supersede_memory", locals(), MemoryWrite)
 
     def list_memories(
         self,
@@ -309,6 +311,14 @@ class MemoryHub:
         """Import an export file's text; when any line is rejected nothing is imported and
         ``ValidationError`` (code ``import_rejected``) lists each line's reason in ``details``."""
         return self._call("import_jsonl", {"idempotency_key": idempotency_key}, ImportResult, content=text)
+
+    def get_profile(self, *, user_id: str) -> Profile:
+        """The user's profile (``NotFound`` before the first is built)."""
+        return self._call("get_profile", locals(), Profile)
+
+    def rebuild_profile(self, *, user_id: str) -> Profile:
+        """Rebuild the user's profile from their active memories now, and answer it."""
+        return self._call("rebuild_profile", locals(), Profile)
 
     def erase_user(self, *, user_id: str) -> Erasure:
         """Erase one end user of the project, irreversibly; answers what was removed."""

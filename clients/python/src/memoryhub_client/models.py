@@ -283,6 +283,27 @@ class Consolidation:
 
 
 @dataclass(frozen=True)
+class ProfileFact:
+    """One standing fact of a profile, with the memories it rests on (none for a pinned one)."""
+
+    text: str
+    memory_ids: list[str]
+    pinned: bool
+
+
+@dataclass(frozen=True)
+class Profile:
+    """An end user's profile: standing facts from their active memories, versioned."""
+
+    user_id: str
+    text: str
+    facts: list[ProfileFact]
+    version: int
+    token_count: int
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
 class Erasure:
     """What erasing a user removed, per kind."""
 

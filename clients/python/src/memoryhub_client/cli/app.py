@@ -56,6 +56,9 @@ def parser() -> Parser:
     for option in ("--kind", "--category", "--scope", "--status", "--q"):
         listing.add_argument(option)
     listing.add_argument("--limit", type=int, default=50)
+    profile = sub.add_parser("profile", parents=[common], help="the user's profile: standing facts from their memories")
+    profile.add_argument("--rebuild", action="store_true", help="rebuild it from the active memories first")
+    profile.add_argument("--facts", action="store_true", help="one fact per line with the memories it rests on")
     capture = sub.add_parser("capture", parents=[common], help="send a transcript (stdin: JSON or `role: text` lines)")
     capture.add_argument("--file")
     capture.add_argument("--session")
@@ -87,6 +90,7 @@ COMMANDS: dict[str, Command] = {
     "forget": commands.forget,
     "list": commands.list_,
     "capture": commands.capture,
+    "profile": commands.profile,
     "export": commands.export,
     "import": commands.import_,
 }

@@ -100,6 +100,20 @@ def list_(args: argparse.Namespace, conf: settings.Config) -> int:
     return 0
 
 
+def profile(args: argparse.Namespace, conf: settings.Config) -> int:
+    """The user's profile (its standing facts), rebuilt first with ``--rebuild``."""
+    with client(conf, args) as hub:
+        found = hub.rebuild_profile(user_id=conf.user_id) if args.rebuild else hub.get_profile(user_id=conf.user_id)
+    if args.json:
+        emit_json(found)
+    elif args.facts:
+        for fact in found.facts:
+            print(f"{fact.text}  [{'pinned' if fact.pinned else ', '.join(fact.memory_ids)}]")
+    else:
+        print(found.text)
+    return 0
+
+
 def capture(args: argparse.Namespace, conf: settings.Config) -> int:
     """Send a transcript read from standard input (or a file) to ``POST /capture``."""
     text = Path(args.file).read_text(encoding="utf-8") if args.file else sys.stdin.read()

@@ -7,8 +7,8 @@ into one file under ``$MEMORYHUB_HOME/models`` (once; the result is checked agai
 SHA-256) and runs llama-cpp-python's OpenAI-compatible server on loopback, which
 ``MEMORYHUB_LLM_BASE_URL`` can then point at::
 
-    python -m memoryhub.local_llm serve [--port N]   # what `make run-llm` runs
-    python -m memoryhub.local_llm path               # join the model file and print its path
+    python -m serving.local_llm serve [--port N]   # what `make run-llm` runs
+    python -m serving.local_llm path               # join the model file and print its path
 
 ``running_server()`` starts the same server for the tests marked ``llm`` and benchmarks.
 """
@@ -226,7 +226,7 @@ def running_server(*, home: Path | None = None, port: int | None = None, log: Pa
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m memoryhub.local_llm", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m serving.local_llm", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="join the model file if needed and serve it on loopback")
     default_port = int(os.environ.get("MEMORYHUB_LOCAL_LLM_PORT") or DEFAULT_PORT)

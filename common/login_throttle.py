@@ -22,7 +22,7 @@ from django.core.exceptions import PermissionDenied
 from django.dispatch import receiver
 from django.http import HttpRequest
 
-from memoryhub.redis import redis_client
+from common.redis import redis_client
 
 log = logging.getLogger(__name__)
 

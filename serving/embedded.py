@@ -3,9 +3,9 @@
 Settings only compute these servers' URLs (:func:`database_url`, :func:`redis_url`: pure
 functions of the home folder). Servers start through one explicit call,
 :func:`start_servers`, made by the entry points that need them: ``make run``
-(``memoryhub.run``), ``manage.py`` commands that use the database, the test suite
+(``serving.run``), ``manage.py`` commands that use the database, the test suite
 (``tests/conftest.py``), a Celery worker or beat started by hand (``memoryhub.celery``) and
-gunicorn (``memoryhub.gunicorn_conf``). It starts what ``DATABASE_URL`` / ``REDIS_URL`` do not
+gunicorn (``serving.gunicorn_conf``). It starts what ``DATABASE_URL`` / ``REDIS_URL`` do not
 replace, and exports both URLs and the absolute ``MEMORYHUB_HOME`` to the environment, so
 child processes use the same servers without starting anything. Start-up is idempotent and
 safe from many processes at once (a file lock serialises it). Servers keep running after the
@@ -406,9 +406,9 @@ def stop_redis(home: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m memoryhub.embedded start|stop`` (``make stop``)."""
+    """``python -m serving.embedded start|stop`` (``make stop``)."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
-    from memoryhub.config import load_settings
+    from common.config import load_settings
 
     load_settings()
     if argv[1:] == ["stop"]:
@@ -417,7 +417,7 @@ def main(argv: list[str]) -> int:
         start_servers()
         print(f"DATABASE_URL={os.environ['DATABASE_URL']}\nREDIS_URL={os.environ['REDIS_URL']}")
     else:
-        print("usage: python -m memoryhub.embedded start|stop", file=sys.stderr)
+        print("usage: python -m serving.embedded start|stop", file=sys.stderr)
         return 2
     return 0
 

@@ -2,7 +2,8 @@
 
 Services queue work through here and never import a tasks module: a task is named by the
 string it is registered under (every task pins ``name=``; ``tests/ops/test_task_names.py``
-lists them), so the layer that publishes does not depend on the layer that runs it.
+lists them), so the layer that publishes does not depend on the layer that runs it. The app is
+Celery's current one: ``memoryhub.celery``'s, made when Django loads the project package.
 """
 
 from __future__ import annotations
@@ -12,9 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import redis
+from celery import current_app as app
 from kombu.exceptions import OperationalError as BrokerError
-
-from memoryhub.celery import app
 
 log = logging.getLogger(__name__)
 

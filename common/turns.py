@@ -49,8 +49,8 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponseBase
 
-from memoryhub.config import llm_configured
-from memoryhub.per_process import PerProcess
+from common.config import llm_configured
+from common.per_process import PerProcess
 
 TURN_PATHS = frozenset({"/api/v1/retrieve", "/api/v1/tools/query_memory"})
 
@@ -163,7 +163,7 @@ def host_is_local(host: str) -> bool:
 class TurnsMiddleware:
     """The retrieve endpoints answer one at a time per process, in arrival order. First in
     ``MIDDLEWARE``: a request waiting for its turn is not yet counted as answered
-    (``memoryhub.inflight``)."""
+    (``common.inflight``)."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response

@@ -10,7 +10,7 @@ and never repeats a default. Reading never raises: problems are collected, and
 :meth:`Environment.check` (the last line of settings) raises one ``ImproperlyConfigured``
 naming every bad value and every ``MEMORYHUB_*`` variable that is set but that nothing reads
 (a misspelt name would otherwise be ignored without a word). Reading has no side effects:
-no file is written and no server started (``memoryhub.embedded.start_servers`` does that).
+no file is written and no server started (``serving.embedded.start_servers`` does that).
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ class Environment:
 
 
 # psycopg prepares a statement by itself after this many runs; Django's client-bound cursors never
-# do, and memoryhub.prepared asks for each of its statements, so no statement is prepared by count.
+# do, and common.prepared asks for each of its statements, so no statement is prepared by count.
 # Django's own default, None, would refuse even those.
 PREPARE_THRESHOLD = 2**31 - 1
 
@@ -157,7 +157,7 @@ def database_settings(url: str) -> dict[str, object]:
 
     ``?sslmode=require``, ``sslrootcert=…`` or ``options=-c statement_timeout=…`` in
     ``DATABASE_URL`` reach libpq; MemoryHub adds a 5 s connect timeout unless the URL sets one.
-    psycopg prepares only the statements ``memoryhub.prepared`` asks it to (``PREPARE_THRESHOLD``).
+    psycopg prepares only the statements ``common.prepared`` asks it to (``PREPARE_THRESHOLD``).
     """
     import dj_database_url
 
@@ -174,7 +174,7 @@ def database_settings(url: str) -> dict[str, object]:
 def llm_configured() -> bool:
     """True when an LLM endpoint or API key is configured (otherwise capture and HyDE fall back),
     read at call time (False without Django settings). Here, below the apps, so that
-    ``memoryhub.turns`` asks the same question as ``retrieval.llm.llm_configured``."""
+    ``common.turns`` asks the same question as ``retrieval.llm.llm_configured``."""
     from django.conf import settings
 
     if not settings.configured:

@@ -12,7 +12,7 @@ mid-request leaves no phantom request behind. Each worker counts its own request
 the slots) the count is this process's own.
 
 The same slot holds how many client connections each worker has open (``_connections``, kept by
-``memoryhub.gunicorn_worker``): a worker takes a new connection only when no other holds fewer.
+``serving.gunicorn_worker``): a worker takes a new connection only when no other holds fewer.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def fewest_connections(count: int) -> bool:
 def surplus_connections(count: int) -> bool:
     """Whether a worker holding ``count`` connections holds two or more above another worker taking
     connections (False without slots): it answers one with "Connection: close", and the client's
-    next connection goes where the accept rule sends it (``memoryhub.gunicorn_worker``)."""
+    next connection goes where the accept rule sends it (``serving.gunicorn_worker``)."""
     if _slot is None or _connections is None:
         return False
     return any(held and count - (held - 1) >= 2 for slot, held in enumerate(_connections) if slot != _slot)

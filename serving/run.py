@@ -43,7 +43,7 @@ def _children(host: str, port: int) -> dict[str, list[str]]:
             "gunicorn",
             "memoryhub.wsgi:application",
             "--config",
-            "python:memoryhub.gunicorn_conf",
+            "python:serving.gunicorn_conf",
             "--bind",
             f"[{host}]:{port}" if ":" in host else f"{host}:{port}",
             "--access-logfile",
@@ -94,8 +94,8 @@ def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
     from django.conf import settings
 
-    from memoryhub import embedded
-    from memoryhub.config import load_settings
+    from common.config import load_settings
+    from serving import embedded
 
     load_settings()
     host, port = settings.MEMORYHUB_BIND, settings.PORT

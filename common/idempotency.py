@@ -27,9 +27,9 @@ from typing import Any, TypeVar
 import redis
 from django.http import HttpRequest, HttpResponse
 
-from memoryhub.auth import api_key
-from memoryhub.errors import Conflict, Invalid
-from memoryhub.redis import redis_client
+from common.auth import api_key
+from common.errors import Conflict, Invalid
+from common.redis import redis_client
 
 log = logging.getLogger(__name__)
 

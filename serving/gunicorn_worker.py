@@ -6,7 +6,7 @@ one worker and one on the other: three requests shared one process's interpreter
 other process idled, and the 4-client p95 rose from 45-51 to 55-70 ms
 (docs/adr/0043-web-process-layout.md). Here a worker that holds more connections than another leaves a new one to that
 worker, for ``DEFER_S`` at most (it may be busy), then takes it itself. Each worker's count is in
-shared memory (``memoryhub.inflight``). Configured in ``gunicorn_conf``.
+shared memory (``common.inflight``). Configured in ``gunicorn_conf``.
 
 When the other worker was slow to accept all the same (on a busy 2-core machine it may not run
 for longer than ``DEFER_S``), the split stays uneven for as long as the clients stay connected:
@@ -29,7 +29,7 @@ from typing import Any
 
 from gunicorn.workers.gthread import ThreadWorker
 
-from memoryhub import inflight
+from common import inflight
 
 # How long a worker with more connections leaves a waiting one to the others: an idle worker
 # accepts within microseconds; one whose threads hold its interpreter may take a few milliseconds.

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from django.db import DatabaseError, connection, connections, transaction
 from django.db.models import Model
 
-from memoryhub.per_process import PerProcess
+from common.per_process import PerProcess
 
 log = logging.getLogger(__name__)
 
