@@ -106,6 +106,8 @@ def test_a_reviewer_starts_a_consolidation_from_the_memory_list_and_follows_it(c
         'id="consolidate-user-form"'
         not in client_as("viewer").get(f"/p/{project.slug}/memories/?user=alice").content.decode()
     )
+    profile_page = reviewer.get(f"/p/{project.slug}/users/alice/profile/").content.decode()
+    assert 'id="consolidate-user-form"' in profile_page  # the end user's own page has it too
     started = reviewer.post(f"/p/{project.slug}/consolidations/", {"user_id": "alice"})
     run = ConsolidationRun.objects.get()
     assert started.status_code == 302 and started["Location"] == f"/p/{project.slug}/consolidations/{run.pk}/"
