@@ -173,8 +173,8 @@ def database_settings(url: str) -> dict[str, object]:
 
 def llm_configured() -> bool:
     """True when an LLM endpoint or API key is configured (otherwise capture and HyDE fall back),
-    read at call time (False without Django settings). Here, below the apps, so that
-    ``common.turns`` asks the same question as ``retrieval.llm.llm_configured``."""
+    read at call time (False without Django settings)."""
+
     from django.conf import settings
 
     if not settings.configured:

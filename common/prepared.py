@@ -42,13 +42,7 @@ class _PreparingCursor(psycopg.Cursor):
         self, query: Any, params: Any = None, *, prepare: bool | None = None, binary: bool | None = None
     ) -> Any:
         prepare = bool(settings.MEMORYHUB_PREPARED_STATEMENTS)
-        executed = super().execute(query, params, prepare=prepare, binary=binary)
-        # The connection works (the statement ran; in a pipeline it went out, and a dead connection
-        # raises when its rows are read). Django's health check (SELECT 1 before a request's first
-        # Django cursor) would only find that again, so it is not run after this. On the retrieve
-        # path it ran right after the key lookup: a round trip of its own on every request.
-        connection.health_check_done = True  # type: ignore[attr-defined]
-        return executed
+        return super().execute(query, params, prepare=prepare, binary=binary)
 
 
 class _DebugCursor(CursorDebugWrapper):

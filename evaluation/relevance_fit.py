@@ -10,7 +10,9 @@ features of its candidates (``retrieval.relevance.FEATURE_NAMES``) and which are
   mean shortfall from the targets for R@5 (answerable cases), negatives answered empty and
   precision of what is returned (:meth:`Figures.shortfall`), higher recall breaking ties;
 - :func:`evaluate` applies a model and cut to a set the way the engine does;
-- :func:`transfer_table` does all three leaving each set out in turn.
+- :func:`transfer_table` does all three leaving each set out in turn;
+- :func:`keyword_only` turns a set into what the engine sees with the embedder down (full-text
+  hits alone, the vector evidence absent), to fit the model the engine then uses.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from retrieval.calibration import fit_logistic
 from retrieval.relevance import FEATURE_NAMES, RelevanceModel, select
 
 _Array = npt.NDArray[np.float64]
@@ -42,6 +43,8 @@ class CaseCandidates:
     features: _Array  # (candidates, len(FEATURE_NAMES)), in the engine's candidate order
     ids: list[str]
     relevant: frozenset[str]
+    # Which candidates full-text search found (a candidate with a keyword rank).
+    keyword_hits: npt.NDArray[np.bool_] | None = None
 
 
 @dataclass
@@ -176,5 +179,91 @@ def transfer_table(
     return folds
 
 
+def keyword_only(cases: SetCases) -> SetCases:
+    """``cases`` as the engine sees them with the embedder down: only the full-text hits, with the
+    vector evidence (cosine, standout) absent, that is zero. A model fitted on these scores what a
+    keyword match alone says about relevance: its weights for the absent features come out 0."""
+    absent = [FEATURE_NAMES.index("cosine"), FEATURE_NAMES.index("standout")]
+    kept = SetCases(name=f"{cases.name}:keywords", has_negatives=cases.has_negatives)
+    for case in cases.cases:
+        hits = case.keyword_hits if case.keyword_hits is not None else np.zeros(len(case.ids), dtype=bool)
+        features = case.features[hits].copy()
+        features[:, absent] = 0.0
+        ids = [i for i, hit in zip(case.ids, hits, strict=True) if hit]
+        kept.cases.append(CaseCandidates(features=features, ids=ids, relevant=case.relevant, keyword_hits=hits[hits]))
+    return kept
+
+
 def _mean(values: list[float]) -> float:
     return float(np.mean(values)) if values else float("nan")
+
+
+def fit_logistic(
+    features: npt.ArrayLike,
+    labels: npt.ArrayLike,
+    *,
+    l2: float = 1e-4,
+    max_iter: int = 100,
+    tol: float = 1e-10,
+    sample_weight: npt.ArrayLike | None = None,
+) -> tuple[_Array, float]:
+    """Fit an L2-regularised logistic regression by Newton's method; returns (weights, bias).
+
+    ``features`` is an (m, d) array, ``labels`` m values in {0, 1} (relevant or not). Minimises
+    mean log-loss + ``l2`` / 2 * |weights|^2. The bias gets a tiny penalty of its own so that
+    data with a single class still has a finite answer. Each Newton step is halved until the
+    objective decreases enough (Armijo), which makes the method converge from zero for any data.
+    With ``l2=0`` a constant or duplicated column makes the problem singular (``LinAlgError``).
+    ``sample_weight`` (non-negative, one per row) weighs rows in the mean log-loss, e.g. so that
+    each of several datasets counts the same however many rows it has.
+    """
+    if l2 < 0:
+        raise ValueError(f"l2 must be non-negative, got {l2}")
+    x, y = _check_training_data(features, labels)
+    weight = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    if weight.shape != y.shape or not np.isfinite(weight).all() or (weight < 0).any() or weight.sum() <= 0:
+        raise ValueError("sample_weight must be one finite, non-negative weight per row, not all zero")
+    weight = weight * (len(y) / weight.sum())
+    design = np.hstack([x, np.ones((x.shape[0], 1))])
+    penalty = np.full(design.shape[1], float(l2))
+    penalty[-1] = 1e-8
+    theta = np.zeros(design.shape[1])
+    for _ in range(max_iter):
+        gradient, hessian = _derivatives(design, y, theta, penalty, weight)
+        step = np.linalg.solve(hessian, gradient)
+        decrement = float(gradient @ step)
+        if decrement / 2 <= tol:
+            break
+        loss = _loss(design, y, theta, penalty, weight)
+        scale = 1.0
+        while (
+            scale > 1e-10 and _loss(design, y, theta - scale * step, penalty, weight) > loss - 1e-4 * scale * decrement
+        ):
+            scale /= 2
+        theta = theta - scale * step
+    return theta[:-1].copy(), float(theta[-1])
+
+
+def _loss(design: _Array, y: _Array, theta: _Array, penalty: _Array, weight: _Array) -> float:
+    """Weighted mean log-loss plus the L2 penalty; logaddexp keeps it finite for large |z|."""
+    z = design @ theta
+    return float(np.mean(weight * (np.logaddexp(0.0, z) - y * z)) + 0.5 * penalty @ theta**2)
+
+
+def _derivatives(design: _Array, y: _Array, theta: _Array, penalty: _Array, weight: _Array) -> tuple[_Array, _Array]:
+    """Gradient and Hessian of :func:`_loss` at ``theta``."""
+    p = 0.5 * (1.0 + np.tanh(design @ theta / 2))  # the logistic function, without overflow
+    m = design.shape[0]
+    gradient = design.T @ (weight * (p - y)) / m + penalty * theta
+    hessian = (design.T * (weight * p * (1 - p))) @ design / m + np.diag(penalty)
+    return gradient, hessian
+
+
+def _check_training_data(features: npt.ArrayLike, labels: npt.ArrayLike) -> tuple[_Array, _Array]:
+    x = np.asarray(features, dtype=np.float64)
+    y = np.asarray(labels, dtype=np.float64)
+    if x.ndim != 2 or y.ndim != 1 or x.shape[0] != y.shape[0] or x.shape[0] == 0:
+        raise ValueError(f"need features of shape (m, d) and m labels, got {x.shape} and {y.shape}")
+    if not (np.isfinite(x).all() and np.isin(y, (0.0, 1.0)).all()):
+        raise ValueError("features must be finite and labels 0 or 1")
+    return x, y

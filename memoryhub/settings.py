@@ -159,8 +159,6 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "common.turns.TurnsMiddleware",
-    "common.inflight.InFlightMiddleware",
     "common.row_security.RowSecurityMiddleware",
     "common.security.SecurityHeadersMiddleware",
     "common.errors.ApiErrorEnvelopeMiddleware",
@@ -261,10 +259,7 @@ MEMORYHUB_EMBED_THREADS = env.integer(
     "MEMORYHUB_EMBED_THREADS", 0, "threads of the local embedder (0: the CPUs this process may use)", minimum=0
 )
 MEMORYHUB_QUERY_THREADS = env.integer(
-    "MEMORYHUB_QUERY_THREADS",
-    2,
-    "threads of the local embedder for a question while the web service answers nothing else (1: one always)",
-    minimum=1,
+    "MEMORYHUB_QUERY_THREADS", 1, "threads of the local embedder for a question (up to the usable CPUs)", minimum=1
 )
 OPENAI_API_KEY = env.secret(
     "OPENAI_API_KEY", "key for the OpenAI-compatible endpoint (chat, and embeddings by default)"
@@ -329,14 +324,7 @@ MEMORYHUB_KEYWORD_STATS_MIN_ROWS = env.integer(
 )
 # Of the remaining words, rarest first, only as many as match about this many memories in all
 # (the rarest always; 0: no limit): bounds the keyword stage's cost on large corpora.
-# Retrieves answer one at a time per web worker, in arrival order (common/turns.py); auto: when a
-# retrieve is all work on this machine.
-MEMORYHUB_RETRIEVE_TURNS = env.choice(
-    "MEMORYHUB_RETRIEVE_TURNS",
-    "auto",
-    ("auto", "on", "off"),
-    "retrieves take turns per web worker (auto: database and Redis here, no LLM, local embedder)",
-)
+
 MEMORYHUB_KEYWORD_ROW_BUDGET = env.integer(
     "MEMORYHUB_KEYWORD_ROW_BUDGET", 1000, "rarest words first, up to about this many matches (0: no limit)", minimum=0
 )

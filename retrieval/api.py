@@ -15,8 +15,9 @@ from common.idempotency import idempotent
 from memories import selectors, services
 from memories.models import Project
 from memories.schemas import MemoryWriteOut, memory_write_out
-from retrieval.engine import RetrieveRequest, RetrieveResult, retrieve
+from retrieval.engine import retrieve
 from retrieval.schemas import AddMemoryIn, QueryMemoryIn, QueryMemoryOut, RetrieveIn, RetrieveOut, retrieve_out
+from retrieval.shapes import RetrieveRequest, RetrieveResult
 from retrieval.tools import TOOL_SCHEMAS, tool_memories
 
 router = Router(tags=["retrieval"])

@@ -26,9 +26,7 @@ import numpy.typing as npt
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from common import inflight
 from common.per_process import PerProcess
-from common.turns import waiting_elsewhere
 from retrieval import mpnet
 from retrieval.llm import describe_openai_error, openai_client
 
@@ -217,27 +215,16 @@ class LocalEmbedder:
 
     def load(self) -> None:
         """Load the model now (e.g. at worker start-up) instead of on the first ``embed``."""
-        sessions = {(1, self.int8), (self._query_threads_alone(), self.int8)}  # a question, under load and alone
+        sessions = {(1, self.int8), (self.query_threads(), self.int8)}  # many texts, and a question
         if not self.one_at_a_time:
             sessions |= {(1, False), (self.threads(), False)}
         for threads, int8 in sessions:
             self._model(threads, int8)
 
     def query_threads(self) -> int:
-        """Threads for a question (at most QUERY_TEXTS texts): MEMORYHUB_QUERY_THREADS, up to the
-        usable CPUs, while the request asking is the only one the web service answers; one otherwise.
-
-        On a quiet machine the other cores idle while a question embeds: on an AVX2-only 2-core
-        EPYC a question took 14.4 ms on one thread and 8.5 on two, the same vector bit for bit.
-        Under load every core is busy with other requests, and the second thread only adds
-        hand-offs (docs/adr/0031-query-threads-when-idle.md). Outside a request (Celery's workers
-        embedding a capture's memories, management commands) nothing tells how busy the machine
-        is: one thread, as before.
-        """
-        alone = self._query_threads_alone()
-        return alone if alone > 1 and inflight.answering() == 1 else 1
-
-    def _query_threads_alone(self) -> int:
+        """Threads for a question (at most QUERY_TEXTS texts): MEMORYHUB_QUERY_THREADS (1), up to the
+        usable CPUs. Under load every core is busy with other requests and a second thread only adds
+        hand-offs; a deployment that answers one question at a time may set 2 (the same vector)."""
         return min(int(settings.MEMORYHUB_QUERY_THREADS), usable_cpus())
 
     def threads(self) -> int:
@@ -447,10 +434,9 @@ class OpenAIEmbedder:
         import openai
 
         try:
-            with waiting_elsewhere():  # a retrieve's turn goes to the next one while the endpoint answers
-                response = self._client().embeddings.create(
-                    model=self.name, input=texts, encoding_format="float", timeout=self.timeout
-                )
+            response = self._client().embeddings.create(
+                model=self.name, input=texts, encoding_format="float", timeout=self.timeout
+            )
         except (openai.OpenAIError, ValueError) as exc:
             # ValueError: the SDK lets a 200 with an unparseable JSON body escape as JSONDecodeError.
             raise EmbedderError(self._fail(describe_openai_error(exc, timeout=self.timeout))) from exc

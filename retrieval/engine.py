@@ -12,138 +12,36 @@ import functools
 import hashlib
 import logging
 import time
-import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 import numpy as np
 from django.conf import settings
 from django.db import DatabaseError, connection
-from django.db.models import Q
 from django.utils import timezone
 
 from common import deferred
 from common.errors import RateLimited
-from conversations.window import clean_window, render_window
-from memories.models import Memory, MemoryEdge, Project, Status
-from memories.selectors import memories_by_id, older_versions
+from memories.models import Memory, Project, Status
+from memories.selectors import older_versions
 from profiles.selectors import profile_find
-from retrieval import cache, calibration, episodes, judge, relevance
-from retrieval.embedders import Embedder, EmbedderError, embedder_for_model
-from retrieval.hyde import build_hyde_messages, parse_hypotheses
-from retrieval.llm import LLMError, complete, llm_configured
+from retrieval import cache, episodes, judge, relevance
+from retrieval.embedders import EmbedderError
+from retrieval.graph import expand_graph, load_memories, searchable
+from retrieval.llm import llm_configured
 from retrieval.memory_vectors import active_model
 from retrieval.models import RetrievalLog
 from retrieval.packing import PackItem, ProfileFact, pack
+from retrieval.queries import conversation_text, embed_queries, query_embedder, query_texts, run_hyde, wants_hyde
 from retrieval.search import Candidate, SearchParams, hybrid_search
-from retrieval.vector_cache import cache_key, cache_name, embed_texts, project_cache_name
+from retrieval.shapes import Hit, RetrieveRequest, RetrieveResult, Trace
+from retrieval.vector_cache import cache_key, cache_name
 
 log = logging.getLogger(__name__)
 
-GRAPH_DECAY = 0.85  # a neighbour scores below the memory that led to it
-CONTEXT_MESSAGES = 3
 SEARCH_MIN_MS = 200
 # How much of what an episode replies to the injection shows with it.
 EPISODE_CONTEXT_CHARS = 160
-
-
-@dataclass
-class RetrieveRequest:
-    user_id: str
-    query: str | None = None
-    messages: list[dict[str, Any]] | None = None
-    turn_id: str | None = None
-    limit: int = 10
-    token_budget: int | None = None
-    min_score: float | None = None
-    kinds: Sequence[str] | None = None
-    categories: Sequence[str] | None = None
-    hyde: bool | None = None
-    hop_depth: int = 1
-    include_superseded: bool = False
-    judge: bool | None = None
-    # The user's captured messages are searched beside memories (``retrieval.episodes``).
-    episodes: bool = True
-    # The user's profile (``profiles/``) starts the injection.
-    profile: bool = True
-    # The playground asks on an end user's behalf: it neither spends their rate limit nor
-    # writes to their retrieval log.
-    rate_limited: bool = True
-    logged: bool = True
-
-
-@dataclass
-class Trace:
-    """What happened, stage by stage: the response's diagnostics and the playground's view."""
-
-    correlation_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    degraded: list[str] = field(default_factory=list)
-    timings: dict[str, float] = field(default_factory=dict)
-    hypotheses: list[str] = field(default_factory=list)
-    candidates: list[Candidate] = field(default_factory=list)
-    scores: dict[str, float] = field(default_factory=dict)
-    # Per candidate, the relevance model's evidence (None when the embedder was down).
-    evidence: dict[str, relevance.Evidence] = field(default_factory=dict)
-    # What the LLM judge kept, when it ran (None: it did not run).
-    judged: list[str] | None = None
-    graph_paths: dict[str, tuple[str, str]] = field(default_factory=dict)
-    excluded_ids: list[str] = field(default_factory=list)
-    skipped_words: list[str] = field(default_factory=list)
-    # The min_score the candidates were cut at (None until scoring ran) and the relative cut.
-    threshold: float | None = None
-    margin: float = 0.0
-    # The cut actually applied: the larger of the threshold and margin × the best score.
-    cut: float | None = None
-    query: str = ""
-    # The relevance model's background for this query's vectors (None: the embedder was down).
-    background: relevance.Background | None = None
-
-    def timed(self, stage: str, started: float) -> None:
-        self.timings[stage] = round((time.perf_counter() - started) * 1000, 2)
-
-
-@dataclass(frozen=True)
-class Hit:
-    """One memory in the answer: the row (with its relations loaded), its score, how it was found,
-    and its older versions (newest first) when it supersedes others."""
-
-    memory: Memory
-    score: float
-    matched_by: tuple[str, ...] = ()
-    chain: tuple[Memory, ...] = ()
-
-
-@dataclass
-class RetrieveResult:
-    """What :func:`retrieve` answers; ``retrieval.schemas.retrieve_out`` turns it into the API body."""
-
-    memories: list[Hit] = field(default_factory=list)
-    episodes: list[episodes.Episode] = field(default_factory=list)
-    injection: str = ""
-    token_count: int = 0
-    truncated: bool = False
-    cached: bool = False
-    degraded: list[str] = field(default_factory=list)
-    hypotheses: list[str] = field(default_factory=list)
-    timings_ms: dict[str, float] = field(default_factory=dict)
-    correlation_id: str = ""
-    # The profile as injected: version, text, token_count, facts (None: none injected).
-    profile: dict[str, Any] | None = None
-
-    def cache_entry(self) -> dict[str, Any]:
-        """What the per-turn cache keeps: ids and scores, not rows (see :func:`_from_cache`)."""
-        return {
-            "hits": [
-                {"id": str(h.memory.pk), "score": h.score, "matched_by": list(h.matched_by)} for h in self.memories
-            ],
-            "episodes": [{"id": e.id, "score": e.score, "matched_by": list(e.matched_by)} for e in self.episodes],
-            "injection": self.injection,
-            "token_count": self.token_count,
-            "truncated": self.truncated,
-            "profile": self.profile,
-        }
 
 
 def default_min_score(project_min_score: float | None = None) -> float:
@@ -260,7 +158,7 @@ def _run(
     if not query.strip():
         return RetrieveResult()
     budget_s = float(getattr(settings, "MEMORYHUB_RETRIEVE_BUDGET_S", 2.0))
-    if _wants_hyde(project, request):
+    if wants_hyde(project, request):
         trace.hypotheses = run_hyde(window or query, trace=trace, deadline=started + budget_s)
     model = active_model(project)
     queries = query_texts(query, context)
@@ -306,8 +204,11 @@ def _run(
     )
     if said:
         # Memories keep their cut; episodes have their own (a request's min_score is both), and
-        # the two lists are ranked as one.
-        floor = request.min_score if request.min_score is not None else float(settings.MEMORYHUB_EPISODE_MIN_SCORE)
+        # the two lists are ranked as one. That cut was chosen on scores with vector evidence:
+        # without query vectors every full-text hit among the user's messages is kept (a message
+        # sharing its words with few others has a low keyword share, ``episodes._statement``).
+        default = float(settings.MEMORYHUB_EPISODE_MIN_SCORE) if vectors is not None else 0.0
+        floor = request.min_score if request.min_score is not None else default
         said = [e for e in said if e.score >= floor]
         scored = sorted([*scored, *((e.key, e.score) for e in said)], key=lambda pair: (-pair[1], pair[0]))
     # Only the ones that will be returned: loading every candidate above the cut (60 and
@@ -358,102 +259,6 @@ def find_episodes(
     episodes.score(found, stats=trace.background if vectors is not None else None, query_vectors=query_vectors)
     trace.timed("episodes", started)
     return found
-
-
-def conversation_text(request: RetrieveRequest) -> tuple[str, str, str]:
-    """(search query, recent context, HyDE window) from ``query`` or the message window.
-
-    The last user message is the query; the last few messages are a second query vector,
-    because in conversation the need is often in an earlier turn ("wrap it the way I
-    usually do").
-    """
-    if request.messages:
-        window = clean_window(request.messages)
-        users = [m["content"] for m in window if m["role"] == "user"]
-        context = " ".join(m["content"] for m in window[-CONTEXT_MESSAGES:])
-        return (users[-1] if users else ""), context, render_window(window)
-    return (request.query or ""), "", (request.query or "")
-
-
-def query_texts(query: str, context: str) -> list[str]:
-    """The texts embedded as query vectors: the query, and the recent context when it says more."""
-    return [query, context] if context and context != query else [query]
-
-
-def _wants_hyde(project: Project, request: RetrieveRequest) -> bool:
-    wanted = project.hyde_enabled if request.hyde is None else request.hyde
-    return bool(wanted) and llm_configured()
-
-
-def run_hyde(window: str, *, trace: Trace, deadline: float) -> list[str]:
-    """Hypothetical memory sentences from the LLM, within the HyDE sub-budget."""
-    started = time.perf_counter()
-    timeout = min(float(getattr(settings, "MEMORYHUB_HYDE_TIMEOUT_S", 1.2)), deadline - started)
-    try:
-        if timeout <= 0.05:
-            raise LLMError("no time left for HyDE")
-        reply = complete(
-            build_hyde_messages(window, n=int(getattr(settings, "MEMORYHUB_HYDE_N", 3))),
-            model=settings.MEMORYHUB_HYDE_MODEL,
-            timeout=timeout,
-            max_tokens=200,
-        )
-        hypotheses = parse_hypotheses(reply, n=int(getattr(settings, "MEMORYHUB_HYDE_N", 3)))
-        if not hypotheses:
-            trace.degraded.append("hyde_empty")
-    except (LLMError, ValueError) as error:
-        log.info("HyDE skipped: %s", error)
-        trace.degraded.append("hyde_unavailable")
-        hypotheses = []
-    trace.timed("hyde", started)
-    return hypotheses
-
-
-def embed_queries(
-    texts: Sequence[str], *, model: str, project_id: int, trace: Trace, looked_up: Sequence[bytes | None] = ()
-) -> np.ndarray | None:
-    """Query and hypotheses in one batch; None (full text only) when the embedder fails.
-
-    Query vectors are cached per project: with one cache for everybody, the embed time in
-    ``timings_ms`` told a tenant whether another tenant had stored or asked the same text. New
-    vectors go into the cache after the answer (``store_later``). ``looked_up``: the first texts'
-    cached vectors as :func:`retrieve` read them with the turn's entry (``embed_texts``).
-    """
-    started = time.perf_counter()
-    try:
-        vectors = embed_texts(
-            list(texts), embedder=query_embedder(model, project_id), store_later=True, looked_up=looked_up
-        )
-    except EmbedderError as error:
-        log.warning("query embedding failed: %s", error)
-        trace.degraded.append("embedder_unavailable")
-        vectors = None
-    trace.timed("embed", started)
-    return vectors
-
-
-def query_embedder(model: str, project_id: int) -> ProjectCache:
-    """The embedder of a project's query vectors (cached under the project's name)."""
-    return ProjectCache(embedder_for_model(model), project_id)
-
-
-@dataclass(frozen=True)
-class ProjectCache:
-    """An embedder whose query vectors are cached under the project's own name (see embed_queries)."""
-
-    embedder: Embedder
-    project_id: int
-
-    @property
-    def name(self) -> str:
-        return project_cache_name(cache_name(self.embedder), self.project_id)
-
-    @property
-    def dimension(self) -> int:
-        return self.embedder.dimension
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self.embedder.embed(texts)
 
 
 def search(
@@ -507,15 +312,15 @@ def score(
 
     A request's own ``min_score`` replaces both cuts (``min_score: 0`` returns the ranking);
     else the project's ``min_score`` (when set) replaces the default absolute cut.
-    Without query vectors (embedder down) the hand-set keyword model of ``calibration``
-    scores the full-text hits.
+    Without query vectors (embedder down) the full-text hits are scored and cut by the same
+    model fitted without its vector features (``relevance.KEYWORD_ONLY``).
     """
     explicit = request.min_score is not None
     if vectors is None:
-        threshold = request.min_score if explicit else calibration.DEFAULT_MIN_SCORE
-        margin = 0.0
-        for candidate in candidates:
-            trace.scores[candidate.memory_id] = calibration.keyword_only(candidate)
+        threshold = request.min_score if explicit else relevance.KEYWORD_ONLY.min_score
+        margin = 0.0 if explicit else relevance.KEYWORD_ONLY.margin
+        for candidate, value in zip(candidates, relevance.keyword_scores(candidates), strict=True):
+            trace.scores[candidate.memory_id] = value
     else:
         threshold = request.min_score if explicit else default_min_score(project_min_score)
         margin = 0.0 if explicit else default_margin()
@@ -543,110 +348,6 @@ def _wants_judge(request: RetrieveRequest) -> bool:
 
 def statuses_searched(request: RetrieveRequest) -> list[str]:
     return [Status.ACTIVE, Status.SUPERSEDED] if request.include_superseded else [Status.ACTIVE]
-
-
-def searchable(memory: Memory, request: RetrieveRequest, *, now: datetime, statuses: Sequence[str]) -> bool:
-    """Whether the search could return ``memory`` now: the hybrid statement's rule in Python
-    (``statuses``, not expired, the request's kinds and categories)."""
-    return (
-        memory.status in statuses
-        and (memory.expires_at is None or memory.expires_at > now)
-        and (not request.kinds or memory.kind in request.kinds)
-        and (not request.categories or memory.category in request.categories)
-    )
-
-
-def load_memories(project: Project, user_id: str, ids: Sequence[str]) -> dict[str, Memory]:
-    """The visible memories among ``ids``, with what the API shows of them (one statement)."""
-    return memories_by_id(project=project, user_id=user_id, ids=ids)
-
-
-def expand_graph(
-    project: Project, request: RetrieveRequest, ranked: list[tuple[Memory, float]], *, trace: Trace
-) -> list[tuple[Memory, float]]:
-    """Add active neighbours along edges, ``hop_depth`` hops, each right after its parent.
-
-    A neighbour's score lies between its parent's and the next memory's, so the list stays
-    in descending score order while the neighbour sits where it belongs: next to the memory
-    it hangs from, not after the tenth result.
-    """
-    started = time.perf_counter()
-    seen = {str(m.pk) for m, _ in ranked}
-    frontier = list(ranked)
-    result = list(ranked)
-    for _hop in range(max(0, request.hop_depth)):
-        # Rows from load_memories know whether they have links at all: most have none, and
-        # then there is no edge to look up.
-        frontier = [(m, s) for m, s in frontier if getattr(m, "linked", True)]
-        neighbours = _neighbours(project, request, frontier, seen)
-        children: dict[str, list[Memory]] = {}
-        for parent_id, relationship, memory, _value in neighbours:
-            trace.graph_paths[str(memory.pk)] = (parent_id, relationship)
-            seen.add(str(memory.pk))
-            children.setdefault(parent_id, []).append(memory)
-        result, frontier = _insert_after_parents(result, children)
-        if not frontier:
-            break
-    trace.timed("graph", started)
-    return result
-
-
-def _insert_after_parents(
-    ranked: list[tuple[Memory, float]], children: dict[str, list[Memory]]
-) -> tuple[list[tuple[Memory, float]], list[tuple[Memory, float]]]:
-    """``ranked`` with each parent's children right after it; also the children alone."""
-    result: list[tuple[Memory, float]] = []
-    added: list[tuple[Memory, float]] = []
-    for index, (memory, value) in enumerate(ranked):
-        result.append((memory, value))
-        kids = children.get(str(memory.pk), [])
-        following = ranked[index + 1][1] if index + 1 < len(ranked) else value * GRAPH_DECAY**2
-        for position, kid in enumerate(kids, 1):
-            # Strictly between the parent and what follows it, in the order the edges ranked them.
-            share = GRAPH_DECAY**position
-            kid_value = following + (value - following) * share * 0.5 if following < value else value
-            result.append((kid, kid_value))
-            added.append((kid, kid_value))
-    return result, added
-
-
-def _neighbours(
-    project: Project, request: RetrieveRequest, frontier: list[tuple[Memory, float]], seen: set[str]
-) -> list[tuple[str, str, Memory, float]]:
-    if not frontier:
-        return []
-    parent_score = {str(m.pk): s for m, s in frontier}
-    ids = list(parent_score)
-    edges = (
-        MemoryEdge.objects.filter(project=project)
-        .exclude(relationship="supersedes")
-        .filter(Q(from_memory_id__in=ids) | Q(to_memory_id__in=ids))
-        .values_list("from_memory_id", "to_memory_id", "relationship")
-    )
-    pairs = []  # (parent, neighbour, relationship), both directions
-    for a, b, relationship in edges:
-        source, target = str(a), str(b)
-        if source in parent_score:
-            pairs.append((source, target, relationship))
-        if target in parent_score:
-            pairs.append((target, source, relationship))
-    wanted = {target for _, target, _ in pairs if target not in seen}
-    # What the search itself may return (active, unexpired, the request's kinds and categories).
-    now = timezone.now()
-    loaded = {
-        memory_id: memory
-        for memory_id, memory in load_memories(project, request.user_id, sorted(wanted)).items()
-        if searchable(memory, request, now=now, statuses=(Status.ACTIVE,))
-    }
-    found: dict[str, tuple[str, str, Memory, float]] = {}
-    for parent, target, relationship in pairs:
-        memory = loaded.get(target)
-        if memory is None:
-            continue
-        value = parent_score[parent] * GRAPH_DECAY
-        if target not in found or found[target][3] < value:
-            found[target] = (parent, relationship, memory, value)
-    return sorted(found.values(), key=lambda item: -item[3])
 
 
 def build_result(

@@ -28,7 +28,7 @@ from conversations.dates import annotate
 from conversations.models import Message
 from memories.fields import vector_literal
 from memories.models import Memory, Project
-from retrieval import calibration, relevance
+from retrieval import relevance
 from retrieval.search import Candidate
 
 # How many episodes each half (meaning, words) proposes before scoring.
@@ -45,6 +45,9 @@ _CHANGED = re.compile(
     r"pushed back|cancell?ed|dropped|ditched|quit|stopped|update)\b",
     re.IGNORECASE,
 )
+# "Near" a change word: this many characters either side; words compared by their first letters
+# (the full-text stems of the earlier message against the later one's words as written).
+_REACH, _STEM, _MIN_WORD = 40, 5, 4
 
 
 @dataclass
@@ -164,11 +167,22 @@ def find(
 
 
 def _overtaken(found: Sequence[Episode]) -> None:
-    """Mark each episode a later one among ``found`` says has changed (``_CHANGED``, a shared word)."""
-    changes = [e for e in found if _CHANGED.search(e.content)]
+    """Mark each episode a later one among ``found`` says has changed: a ``_CHANGED`` word with,
+    within a few words of it, a word of the earlier episode ("sicily is postponed")."""
+    changes = [(e, near) for e in found if (near := _near_changes(e.content))]
     for older in found:
         if not older.outdated:
-            older.outdated = any(n.said_at > older.said_at and n.words & older.words for n in changes)
+            stems = {w[:_STEM] for w in older.words if len(w) >= _MIN_WORD}
+            older.outdated = any(n.said_at > older.said_at and stems & near for n, near in changes)
+
+
+def _near_changes(content: str) -> set[str]:
+    """The words (cut to ``_STEM`` letters) around each change word of ``content``."""
+    near: set[str] = set()
+    for match in _CHANGED.finditer(content):
+        around = content[max(0, match.start() - _REACH) : match.end() + _REACH].lower()
+        near.update(w[:_STEM] for w in re.findall(r"[a-z]+", around) if len(w) >= _MIN_WORD)
+    return near
 
 
 def _episode(
@@ -224,10 +238,11 @@ def load(*, project: Project, user_id: str, ids: Sequence[str]) -> list[Episode]
 
 def score(found: Sequence[Episode], *, stats: relevance.Background | None, query_vectors: int) -> None:
     """Each episode's relevance by the model that scores memories the same way (an outdated one at
-    ``OUTDATED_FACTOR``): the fitted model, or without query vectors (``stats`` None) the keyword one."""
+    ``OUTDATED_FACTOR``): the fitted model, or without query vectors (``stats`` None) the same model
+    without its vector features."""
     candidates = [e.candidate for e in found if e.candidate is not None]
     if stats is None:
-        values = [calibration.keyword_only(c) for c in candidates]
+        values = relevance.keyword_scores(candidates)
     else:
         values = [e.score for e in relevance.evidences(candidates, stats=stats, query_vectors=query_vectors)]
     for episode, value in zip(found, values, strict=True):

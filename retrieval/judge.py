@@ -27,7 +27,7 @@ from memories.models import Memory, Project
 from retrieval.llm import LLMError, complete
 
 if TYPE_CHECKING:
-    from retrieval.engine import Trace
+    from retrieval.shapes import Trace
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 from common import config
 from common.per_process import PerProcess
-from common.turns import waiting_elsewhere
 
 if TYPE_CHECKING:
     from openai import OpenAI
@@ -178,16 +177,14 @@ def _chat(
 
     extra: dict[str, Any] = {} if response_format is None else {"response_format": response_format}
     try:
-        # A wait on the network: a retrieve holding its worker's turn lets the next one run meanwhile.
-        with waiting_elsewhere():
-            response = client.chat.completions.create(
-                model=model_name,
-                messages=cast("list[ChatCompletionMessageParam]", request["messages"]),
-                max_tokens=request["max_tokens"],
-                temperature=request["temperature"],
-                timeout=timeout,
-                **extra,
-            )
+        response = client.chat.completions.create(
+            model=model_name,
+            messages=cast("list[ChatCompletionMessageParam]", request["messages"]),
+            max_tokens=request["max_tokens"],
+            temperature=request["temperature"],
+            timeout=timeout,
+            **extra,
+        )
     except (openai.OpenAIError, ValueError) as exc:
         # ValueError: the SDK lets a 200 with an unparseable JSON body escape as JSONDecodeError.
         message = f"LLM {model_name}: {describe_openai_error(exc, timeout=budget or timeout)}"

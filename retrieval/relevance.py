@@ -87,6 +87,19 @@ FITTED = RelevanceModel(
     fitted_on="golden+everyday",
 )
 
+#: What the engine uses when there is no query vector (the embedder is down): the same model with
+#: the vector evidence absent. ``FITTED``'s bias and keyword weight assume a cosine and a standout
+#: beside them, so the model is fitted again on the same sets' full-text hits with those two at
+#: zero (``manage.py fit_relevance --keyword-only``): the score is again the chance that a hit
+#: bears on the query, and the cut is chosen the same way.
+KEYWORD_ONLY = RelevanceModel(
+    weights=(0.0, 0.0, 5.6637),
+    bias=-3.9181,
+    min_score=0.17,
+    margin=0.0,
+    fitted_on="golden+everyday, full-text hits",
+)
+
 
 @dataclass(frozen=True)
 class Evidence:
@@ -174,6 +187,14 @@ def evidences(
         Evidence(c, s, k, score=_logistic(value))
         for c, s, k, value in zip(cosine.tolist(), standout.tolist(), keyword.tolist(), z.tolist(), strict=True)
     ]
+
+
+def keyword_scores(candidates: Sequence[Candidate], *, model: RelevanceModel = KEYWORD_ONLY) -> list[float]:
+    """Each full-text hit's score when there is no query vector: ``model`` over its keyword
+    coverage, the vector features absent (zero, as ``model`` was fitted)."""
+    keyword = _floats([c.keyword_coverage for c in candidates])
+    keyword = np.where(np.isfinite(keyword), np.minimum(np.maximum(keyword, 0.0), 1.0), 0.0)
+    return [model.score((0.0, 0.0, value)) for value in keyword.tolist()]
 
 
 def _floats(values: list[float | None]) -> _Array:

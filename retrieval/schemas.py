@@ -12,8 +12,8 @@ from conversations.schemas import ChatMessageIn
 from memories.schemas import BodyOut, Category, KindName, MemoryOut, StrictSchema, UserId, memory_out
 
 if TYPE_CHECKING:
-    from retrieval.engine import Hit, RetrieveResult
     from retrieval.episodes import Episode
+    from retrieval.shapes import Hit, RetrieveResult
 
 Text = Annotated[str, StringConstraints(max_length=32_000)]
 

@@ -183,7 +183,7 @@ keyword AS (
 ),
 -- Share of the query's words each keyword hit contains, each word weighted by its IDF
 -- weight: unlike ts_rank it means the same for a two-word and a twenty-word query, so
--- calibration can use it. Computed on the (at most depth) hits, from their memories' rows (every
+-- the relevance model can use it. Computed on the (at most depth) hits, from their memories' rows (every
 -- query word counts, the skipped ones too).
 keyword_hits AS (
     SELECT k.id, k.kw_score, k.kw_rank,
@@ -307,7 +307,7 @@ fused AS (
 # query_vectors it compares), or left to the web process when it picked the nearest rows
 # (``resident_vectors.cosines``, from the same copy).
 COSINES_READ = """
--- Exact cosines for every candidate, keyword-only hits too (calibration needs them): one
+-- Exact cosines for every candidate, keyword-only hits too (relevance needs them): one
 -- pass over the candidates' vectors by memory id, not a subquery per candidate (under the
 -- tenant role's row policy a correlated lookup planned as a scan of the project's vectors).
 cosines AS (

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from memories.models import Kind
 
 if TYPE_CHECKING:
-    from retrieval.engine import RetrieveResult
+    from retrieval.shapes import RetrieveResult
 
 KINDS = list(Kind.values)
 

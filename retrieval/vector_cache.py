@@ -37,7 +37,7 @@ def cache_name(embedder: Embedder) -> str:
 
 
 def project_cache_name(name: str, project_id: int) -> str:
-    """The name a project's query vectors are cached under (``retrieval.engine.ProjectCache``)."""
+    """The name a project's query vectors are cached under (``retrieval.queries.ProjectCache``)."""
     return f"{name}@project:{project_id}"
 
 

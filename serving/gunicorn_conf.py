@@ -15,20 +15,17 @@ from gunicorn import util as gunicorn_util
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
 # A web worker embeds one short query at a time while other requests keep the cores busy: one
-# ONNX thread each answered 4 clients faster than one per core (docs/adr/0043). A question
-# asked while nothing else is answered takes MEMORYHUB_QUERY_THREADS instead
-# (common/inflight.py). Celery workers keep every core for their batches. Set before the settings load.
+# ONNX thread each answered 4 clients faster than one per core (docs/adr/0043). Celery workers
+# keep every core for their batches. Set before the settings load.
 os.environ.setdefault("MEMORYHUB_EMBED_THREADS", "1")
 from django.conf import settings  # noqa: E402 - after the settings module is named
 
-from common import inflight  # noqa: E402
 from common.config import load_settings  # noqa: E402
 
 load_settings()
 workers = settings.WEB_CONCURRENCY
-# gthread, except that a worker takes a new connection only when no other holds fewer
-# (serving/gunicorn_worker.py: keep-alive connections stay where they land).
-worker_class = "serving.gunicorn_worker.BalancedThreadWorker"
+worker_class = "gthread"
+
 threads = 4
 timeout = 60
 graceful_timeout = 10
@@ -39,20 +36,6 @@ def on_starting(server: Any) -> None:
     from serving import embedded
 
     embedded.start_servers()
-    inflight.share_between_workers()
-
-
-# Requests in flight across the workers (common/inflight.py): a slot per worker in shared memory.
-def pre_fork(server: Any, worker: Any) -> None:
-    inflight.assign_slot(worker, server.WORKERS.values())
-
-
-def post_fork(server: Any, worker: Any) -> None:
-    inflight.claim_slot(worker)
-
-
-def child_exit(server: Any, worker: Any) -> None:
-    inflight.release_slot(worker)
 
 
 def post_worker_init(worker: Any) -> None:

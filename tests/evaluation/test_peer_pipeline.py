@@ -10,6 +10,7 @@ import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
+from evaluation.natural import NATURAL_PATH
 from evaluation.peer_pipeline import peer_input, peer_jobs, peer_results, run_driver
 from evaluation.pipeline import natural_plan, summarize
 
@@ -20,7 +21,7 @@ HARNESS = Path(settings.BASE_DIR).parent / "shared" / "peers" / "mem0_locomo.py"
 
 
 def _one_person():  # type: ignore[no-untyped-def]
-    return natural_plan(Path(settings.BASE_DIR) / "eval" / "pipeline" / "natural.jsonl", split="dev", people=1)
+    return natural_plan(NATURAL_PATH, split="dev", people=1)
 
 
 def _fake_output(plan, hits_for):  # type: ignore[no-untyped-def]

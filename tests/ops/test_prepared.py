@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 
 from common import prepared
 from memories import services
@@ -86,23 +86,3 @@ def test_the_statements_of_one_pipeline_share_a_transaction():
     with connection.cursor() as cursor:
         cursor.execute("SELECT coalesce(current_setting('memoryhub.probe', true), '')")
         assert cursor.fetchone() == ("",)  # transaction-local: gone with the pipeline's transaction
-
-
-@pytest.mark.django_db(transaction=True)
-def test_a_retrieve_does_not_check_a_connection_its_statements_have_used(api, memories, monkeypatch):
-    """Django checks a reused connection (SELECT 1) before its first cursor of a request; a retrieve's
-    first statement, the key lookup, is prepared and has used it by then, so no check follows."""
-    _retrieve(api, "Who keeps bees?")  # connected, statements prepared
-    checks: list[bool] = []
-    wrapper = type(connections["default"])
-    is_usable = wrapper.is_usable
-    monkeypatch.setattr(wrapper, "is_usable", lambda self: checks.append(True) or is_usable(self))
-    assert connection.health_check_enabled
-    connection.health_check_done = False  # as at the start of a request (the test client skips that step)
-    assert _retrieve(api, "Who keeps bees?")[0] == memories[0]
-    assert checks == []
-    # A Django cursor first is checked as before.
-    connection.health_check_done = False
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1")
-    assert checks == [True]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import os
 
 import pytest
 
@@ -28,9 +27,9 @@ def test_worker_warm_up_walks_the_request_path_and_writes_nothing(api, django_as
         gc.unfreeze()
     # The int8 session every text runs on is built before the first request (~0.4 s to rewrite
     # and load: a worker's first retrieve took 301-475 ms when it was not).
-    # So is the one a question takes while nothing else is answered (two threads, on two CPUs).
-    two = min(2, len(os.sched_getaffinity(0)))
-    assert {(1, True), (two, True)} <= set(embedder_for_model(LOCAL_MODEL_NAME)._loaded)
+    # So is the one a question takes (MEMORYHUB_QUERY_THREADS).
+    embedder = embedder_for_model(LOCAL_MODEL_NAME)
+    assert {(1, True), (embedder.query_threads(), True)} <= set(embedder._loaded)
     statements = " ".join(query["sql"] for query in captured.captured_queries)
     assert "memories_apikey" in statements  # the key lookup ran (and found nothing)
     assert "query_lexemes" in statements  # so did the hybrid statement

@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from common import inflight
 from retrieval.embedders import (
     LOCAL_MODEL_NAME,
     EmbedderError,
@@ -306,35 +305,17 @@ def test_a_text_gets_one_vector_alone_in_a_batch_and_over_threads() -> None:
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two usable CPUs")
-def test_a_question_takes_two_threads_only_while_no_other_request_is_answered(settings: Any) -> None:
+def test_a_question_embeds_on_the_configured_threads_to_the_same_vector(settings: Any) -> None:
     embedder = LocalEmbedder()
     question = ["Which database did we pick for the analytics service, and why not ClickHouse?"]
-
-    with inflight.answering_one():  # the request asking
-        assert embedder.query_threads() == 2
-        alone = embedder.embed(question)
-        assert set(embedder._loaded) == {(2, True)}
-        with inflight.answering_one():  # another request, in this process or another worker
-            assert embedder.query_threads() == 1
-            busy = embedder.embed(question)
-        assert set(embedder._loaded) == {(1, True), (2, True)}
-    np.testing.assert_array_equal(alone, busy)  # the same vector on either session, bit for bit
-
-    # Loading builds both sessions, whatever is answered at the time (a worker's warm start).
-    loading = LocalEmbedder()
-    with inflight.answering_one(), inflight.answering_one():
-        loading.load()
-    assert set(loading._loaded) == {(1, True), (2, True)}
-
-    # Outside a request (a Celery worker, a command) nothing tells how busy the machine is.
-    assert inflight.answering() == 0
-    assert embedder.query_threads() == 1
-
-    with inflight.answering_one():
-        settings.MEMORYHUB_QUERY_THREADS = 1
-        assert embedder.query_threads() == 1  # off: one thread always
-        settings.MEMORYHUB_QUERY_THREADS = 8
-        assert embedder.query_threads() == min(8, len(os.sched_getaffinity(0)))  # up to the usable CPUs
+    assert embedder.query_threads() == 1  # the default
+    one = embedder.embed(question)
+    settings.MEMORYHUB_QUERY_THREADS = 2
+    assert embedder.query_threads() == 2
+    np.testing.assert_array_equal(embedder.embed(question), one)  # bit for bit
+    assert set(embedder._loaded) == {(1, True), (2, True)}
+    settings.MEMORYHUB_QUERY_THREADS = 8
+    assert embedder.query_threads() == min(8, len(os.sched_getaffinity(0)))  # up to the usable CPUs
 
 
 def test_the_int8_route_is_within_cosine_0_98_of_the_float32_products() -> None:

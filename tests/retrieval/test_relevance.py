@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from evaluation.relevance_fit import CaseCandidates, SetCases, evaluate, fit
+from evaluation.relevance_fit import CaseCandidates, SetCases, evaluate, fit, keyword_only
 from memories.models import Project
 from retrieval import embedders, relevance
 from retrieval.search import Candidate
@@ -131,6 +131,37 @@ def test_the_user_boilerplate_capture_writes_is_not_a_keyword_match(api, make_me
         make_memory(user_id="hiker", content=content)
     response = api.post("/retrieve", {"user_id": "hiker", "query": "What car does the user drive?", "min_score": 0})
     assert [m["matched_by"] for m in response.json()["memories"] if "keyword" in m["matched_by"]] == []
+
+
+def test_without_query_vectors_a_solid_keyword_match_passes_the_cut_and_a_stray_word_does_not():
+    model = relevance.KEYWORD_ONLY
+    assert model.weights[:2] == (0.0, 0.0)  # fitted with the vector evidence absent
+    full, half, stray = relevance.keyword_scores(
+        [Candidate(m, 0.0, keyword_coverage=k) for m, k in (("full", 1.0), ("half", 0.5), ("stray", 0.15))]
+    )
+    assert full > half > model.min_score > stray
+    assert relevance.keyword_scores([Candidate("odd", 0.0, keyword_coverage=float("nan"))]) == [model.score((0, 0, 0))]
+
+
+def test_the_keyword_only_fit_sees_full_text_hits_alone_and_gives_the_vector_features_no_weight():
+    rng = np.random.default_rng(5)
+    train = SetCases(name="words", has_negatives=True)
+    for number in range(80):
+        answerable = number % 3 != 0
+        keyword = rng.uniform(0.0, 0.3, size=6)
+        if answerable:
+            keyword[0] = rng.uniform(0.6, 1.0)
+        features = np.column_stack([rng.uniform(0.0, 0.8, size=6), rng.uniform(0, 5, size=6), keyword])
+        ids = [f"{number}-{i}" for i in range(6)]
+        hits = np.array([True, True, True, True, False, False])
+        relevant = frozenset({ids[0]} if answerable else set())
+        train.cases.append(CaseCandidates(features, ids, relevant, keyword_hits=hits))
+    words = keyword_only(train)
+    assert [len(c.ids) for c in words.cases] == [4] * 80
+    assert all((c.features[:, :2] == 0).all() for c in words.cases)
+    model = fit([words])
+    assert model.weights[:2] == (0.0, 0.0) and model.weights[2] > 0
+    assert evaluate(words, model).recall_at_5 == 1.0
 
 
 def test_a_cut_that_gets_a_required_example_wrong_is_never_chosen():

@@ -18,9 +18,10 @@ from pydantic import ValidationError
 from common import deferred
 from memories import services
 from memories.models import Memory, Project
-from retrieval import embedders, engine
+from retrieval import embedders, engine, graph
 from retrieval.models import RetrievalLog
 from retrieval.schemas import RetrieveOut
+from retrieval.shapes import RetrieveRequest
 from retrieval.tokens import count_tokens
 from tests.conftest import ApiClient
 from tests.support.openai_server import Fault
@@ -406,7 +407,7 @@ def test_a_graph_neighbour_sits_right_after_the_memory_it_hangs_from(api, alice_
 
 def test_neighbours_go_right_after_their_parent_between_its_score_and_the_next():
     first, second, kid_a, kid_b = (Memory(content=c) for c in "abcd")
-    ranked, added = engine._insert_after_parents([(first, 0.9), (second, 0.5)], {str(first.pk): [kid_a, kid_b]})
+    ranked, added = graph.insert_after_parents([(first, 0.9), (second, 0.5)], {str(first.pk): [kid_a, kid_b]})
     assert [m for m, _ in ranked] == [first, kid_a, kid_b, second]
     assert [s for _, s in added] == sorted((s for _, s in added), reverse=True)
     assert all(0.5 < s < 0.9 for _, s in added)
@@ -502,7 +503,7 @@ def test_the_log_is_written_after_the_answer_not_before(project):
     )
     writer_busy = threading.Event()
     deferred.defer(lambda: writer_busy.wait(10))  # the writer is held up ...
-    result = engine.retrieve(project=project, request=engine.RetrieveRequest(user_id="alice", query="green tea"))
+    result = engine.retrieve(project=project, request=RetrieveRequest(user_id="alice", query="green tea"))
     assert [hit.memory.content for hit in result.memories] == ["Alice's favourite drink is green tea."]
     assert not RetrievalLog.objects.filter(correlation_id=result.correlation_id).exists()  # ... and the answer came
     writer_busy.set()

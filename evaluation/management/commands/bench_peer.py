@@ -39,7 +39,8 @@ from evaluation.management.commands.eval_retrieval import clear_project, eval_pr
 from memories import services
 from memories.models import Project
 from retrieval.embedders import LocalEmbedder, get_embedder
-from retrieval.engine import RetrieveRequest, retrieve
+from retrieval.engine import retrieve
+from retrieval.shapes import RetrieveRequest
 from retrieval.vector_cache import forget_cached, project_cache_name
 
 VARIANTS = {

@@ -9,6 +9,11 @@ keeps each candidate's relevance evidence and label, then:
    Every cut must also get the product's own examples right (``_required_examples``);
 2. fits on all --fit sets and prints the ``RelevanceModel`` to put in ``retrieval/relevance.py``.
 
+With --keyword-only it does the same for ``relevance.KEYWORD_ONLY``, the model the engine uses
+when the embedder is down: on the full-text hits alone, their vector evidence absent (zero),
+with no required examples (a paraphrase shares no word with its answer).
+
+
 Sets: ``golden`` and ``everyday`` (evaluation/data/), ``obs``, ``session``, ``turns`` (LoCoMo, read from
 --benchmarks; never copied into the repository).
 """
@@ -23,9 +28,10 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from evaluation.datasets import Case, CorpusItem, Dataset
 from evaluation.management.commands.eval_retrieval import eval_project, load_dataset
-from evaluation.relevance_fit import CaseCandidates, SetCases, evaluate, fit, transfer_table
-from retrieval.engine import RetrieveRequest, Trace, retrieve
-from retrieval.relevance import FITTED
+from evaluation.relevance_fit import CaseCandidates, SetCases, evaluate, fit, keyword_only, transfer_table
+from retrieval.engine import retrieve
+from retrieval.relevance import FITTED, KEYWORD_ONLY
+from retrieval.shapes import RetrieveRequest, Trace
 
 HIKING_EXAMPLE = "Enjoys hiking in the mountains on weekends."
 LOCOMO = {"obs": "locomo_obs", "session": "locomo_session", "turns": "locomo"}
@@ -41,16 +47,21 @@ class Command(BaseCommand):
         parser.add_argument("--every", type=int, default=3, help="LoCoMo: every Nth case (the sets are large)")
         parser.add_argument("--reuse", action="store_true", help="reuse already loaded evaluation projects")
         parser.add_argument("--json", help="also write the table to this file")
+        parser.add_argument("--keyword-only", action="store_true", help="fit the model used when the embedder is down")
 
     def handle(self, *args: Any, **options: Any) -> None:
         names = list(dict.fromkeys([*options["fit"].split(","), *options["report"].split(",")]))
         sets = {name: self._collect(name, options) for name in names}
+        required: SetCases | None = self._required_examples()
+        shipped_model = FITTED
+        if options["keyword_only"]:
+            sets = {name: keyword_only(one) for name, one in sets.items()}
+            required, shipped_model = None, KEYWORD_ONLY
         fit_sets = [sets[n] for n in options["fit"].split(",")]
         report_sets = [sets[n] for n in options["report"].split(",")]
-        required = self._required_examples()
         table = transfer_table(fit_sets, report_sets, require=required)
         final = fit(fit_sets, require=required)
-        shipped = {s.name: evaluate(s, FITTED) for s in report_sets}
+        shipped = {s.name: evaluate(s, shipped_model) for s in report_sets}
         for fold in table:
             self.stdout.write(f"fit without {fold.held_out}: {fold.model}")
             for name, (figures, held) in fold.figures.items():
@@ -58,7 +69,7 @@ class Command(BaseCommand):
         self.stdout.write(f"fit on all: {final}")
         for one in report_sets:
             self.stdout.write(f"  {one.name:9s} {_fmt(evaluate(one, final))}")
-        self.stdout.write("shipped model (retrieval.relevance.FITTED):")
+        self.stdout.write(f"shipped model ({shipped_model}):")
         for name, figures in shipped.items():
             self.stdout.write(f"  {name:9s} {_fmt(figures)}")
         if options["json"]:
@@ -132,11 +143,15 @@ def collect(name: str, dataset: Dataset, project: Any, corpus_id: dict[str, str]
             judge=False,
         )
         retrieve(project=project, request=request, trace=trace)
-        ids = [c.memory_id for c in trace.candidates if c.memory_id in trace.evidence]
+        found = [c for c in trace.candidates if c.memory_id in trace.evidence]
+        ids = [c.memory_id for c in found]
         features = np.array([trace.evidence[i].features for i in ids], dtype=np.float64).reshape(len(ids), -1)
         result.cases.append(
             CaseCandidates(
-                features=features, ids=[corpus_id.get(i, i) for i in ids], relevant=frozenset(case.relevant_ids)
+                features=features,
+                ids=[corpus_id.get(i, i) for i in ids],
+                relevant=frozenset(case.relevant_ids),
+                keyword_hits=np.array([c.keyword_rank is not None for c in found], dtype=bool),
             )
         )
     return result
