@@ -390,3 +390,21 @@ def _rewrite(content: str, old: str, new: str) -> str | None:
     if not pattern.search(content):
         return None
     return pattern.sub(lambda _: new, content)
+
+
+# --- Read by consolidation (consolidation/rules.py): the same value kinds and slots ---------
+
+VALUE_KINDS: dict[str, tuple[str, ...]] = _VALUE_KINDS
+
+
+def slot_and_value(content: str) -> tuple[str, str] | None:
+    """The single-valued slot a third-person statement fills and the words filling it
+    ("The user lives in Lisbon." -> ("location", "lisbon")), or None."""
+    slot = _slot(content)
+    if slot is None:
+        return None
+    for name, pattern in _SLOTS:
+        if name == slot and (match := pattern.match(content)):
+            return slot, content[match.end() :].strip(" .!").lower()
+    match = _POSSESSIVE_SLOT.match(content)
+    return slot, (content[match.end() :].strip(" .!").lower() if match else "")

@@ -234,6 +234,9 @@ class Relationship(models.TextChoices):
     CONTRADICTS = "contradicts"
     SUPERSEDES = "supersedes"
     DERIVED_FROM = "derived_from"
+    # The source rests on the target (a plan on a decision, a summary on its facts): when the target
+    # is superseded, merged or forgotten, the source waits for review again (services.py).
+    DEPENDS_ON = "depends_on"
 
 
 class MemoryEdge(models.Model):

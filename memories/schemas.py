@@ -12,7 +12,7 @@ UserId = Annotated[str, StringConstraints(min_length=1, max_length=255)]
 KindName = Literal["fact", "preference", "decision", "note"]
 ScopeName = Literal["user", "project"]
 StatusName = Literal["active", "pending_review", "superseded", "archived", "deleted"]
-RelationshipName = Literal["related", "refines", "contradicts", "supersedes", "derived_from"]
+RelationshipName = Literal["related", "refines", "contradicts", "supersedes", "derived_from", "depends_on"]
 Category = Annotated[str, StringConstraints(max_length=100)]
 
 # Every instant Python can read back in any time zone: "9999-12-31T23:00:00-14:00" is year

@@ -299,13 +299,78 @@ def memory_supersede(*, memory: Memory, draft: MemoryDraft, actor: str, reason: 
     return new
 
 
-def _retire(old: Memory, *, successor: Memory, actor: str, reason: str) -> None:
-    """Mark ``old`` superseded by ``successor`` (saved, with ``supersedes`` set): revision and edge."""
+def _retire(
+    old: Memory,
+    *,
+    successor: Memory,
+    actor: str,
+    reason: str,
+    metadata: dict[str, Any] | None = None,
+    what: str = "superseded",
+) -> None:
+    """Mark ``old`` superseded by ``successor`` (saved, with ``supersedes`` set, or linked by a
+    consolidation): revision and edge; what rests on ``old`` goes back to review."""
     before = snapshot(old)
     old.status = Status.SUPERSEDED
-    old.save(update_fields=["status", "updated_at"])
+    if metadata is not None:
+        old.metadata = metadata
+    old.save(update_fields=["status", "metadata", "updated_at"])
     _revision(old, action="superseded", before=before, actor=actor, reason=reason)
     _create_edge(successor, old, relationship=Relationship.SUPERSEDES, actor=actor)
+    _return_dependents_to_review(old, actor=actor, what=what)
+
+
+# --- Dependent invalidation ------------------------------------------------------------------
+
+# Links that say their source rests on their target (``from_memory`` derived from / depends on
+# ``to_memory``).
+DEPENDENT_RELATIONSHIPS = (Relationship.DERIVED_FROM, Relationship.DEPENDS_ON)
+RESTS_ON_CHANGED = "what it rests on changed"
+RETURN_TO_REVIEW = "return_to_review"
+
+
+def _return_dependents_to_review(source: Memory, *, actor: str, what: str) -> list[Memory]:
+    """Every active memory linked to ``source`` as derived from it or depending on it waits for
+    review again, with the reason "what it rests on changed" (docs/adr/0094-dependent-invalidation.md).
+
+    The one place this happens: every way a memory stops being current (superseded, merged,
+    deleted, archived) goes through ``_retire`` or ``_set_status``, which call this inside their
+    transaction. A dependent already waiting, superseded or gone is left as it is; the review
+    decides what becomes of it (approve: active again, reject: deleted, which returns what rests
+    on it in turn)."""
+    rests_on = MemoryEdge.objects.filter(to_memory=source, relationship__in=DEPENDENT_RELATIONSHIPS)
+    dependents = list(
+        Memory.objects.select_for_update()
+        .filter(pk__in=rests_on.values("from_memory_id"), status=Status.ACTIVE)
+        .order_by("pk")
+    )
+    for dependent in dependents:
+        before = snapshot(dependent)
+        dependent.status = Status.PENDING_REVIEW
+        dependent.save(update_fields=["status", "updated_at"])
+        reason = f"{RESTS_ON_CHANGED}: {_edge_target(dependent, source)} was {what}"
+        _revision(dependent, action=RETURN_TO_REVIEW, before=before, actor=actor, reason=reason)
+    return dependents
+
+
+def _restore_dependents(source: Memory, *, actor: str, reason: str) -> None:
+    """Undo of ``_return_dependents_to_review``: the dependents of ``source`` still waiting since
+    it sent them back (their last revision is that one) are active again."""
+    rests_on = MemoryEdge.objects.filter(to_memory=source, relationship__in=DEPENDENT_RELATIONSHIPS)
+    waiting = Memory.objects.select_for_update().filter(
+        pk__in=rests_on.values("from_memory_id"), status=Status.PENDING_REVIEW
+    )
+    for dependent in waiting.order_by("pk"):
+        last = dependent.revisions.order_by("-created_at", "-id").first()
+        if last is None or last.action != RETURN_TO_REVIEW:
+            continue
+        before = snapshot(dependent)
+        dependent.status = Status.ACTIVE
+        dependent.save(update_fields=["status", "updated_at"])
+        _revision(dependent, action="restore", before=before, actor=actor, reason=reason)
+
+
+FORGETTING: dict[str, str] = {Status.DELETED.value: "deleted", Status.ARCHIVED.value: "archived"}
 
 
 def _set_status(memory: Memory, *, status: str, action: str, actor: str, reason: str = "") -> Memory:
@@ -316,6 +381,8 @@ def _set_status(memory: Memory, *, status: str, action: str, actor: str, reason:
         memory.deleted_at = timezone.now() if status == Status.DELETED else None
         memory.save(update_fields=["status", "deleted_at", "updated_at"])
         _revision(memory, action=action, before=before, actor=actor, reason=reason)
+        if status in FORGETTING and before["status"] != status:
+            _return_dependents_to_review(memory, actor=actor, what=FORGETTING[status])
     return memory
 
 
@@ -483,6 +550,101 @@ def memory_unmerge(
     return old
 
 
+# --- Consolidation: merging and superseding memories that already exist ----------------------
+# (consolidation/services.py decides; these write. docs/adr/0093-consolidation.md)
+
+MERGED_INTO = "merged_into"
+
+
+def _consolidation_pair(first_id: Any, second_id: Any) -> tuple[Memory, Memory]:
+    """Lock two active memories of one owner and scope (in id order, so two runs cannot deadlock);
+    Conflict when either has changed since it was judged (another status, a successor of its own)."""
+    locked = {m.pk: m for m in Memory.objects.select_for_update().filter(pk__in=sorted([first_id, second_id]))}
+    first, second = locked.get(first_id), locked.get(second_id)
+    if first is None or second is None or first.pk == second.pk:
+        raise Conflict("these memories are no longer there", code="not_consolidatable")
+    same_owner = (
+        first.project_id == second.project_id and first.scope == second.scope and first.user_id == second.user_id
+    )
+    if not same_owner:
+        raise NotFound("memory not found")
+    if first.status != Status.ACTIVE or second.status != Status.ACTIVE:
+        raise Conflict("one of these memories is no longer active", code="not_consolidatable")
+    if Memory.objects.filter(supersedes__in=[first, second]).exists():
+        raise Conflict("one of these memories has a successor now", code="not_consolidatable")
+    return first, second
+
+
+def memory_merge_into(*, survivor: Memory, merged: Memory, actor: str, reason: str = "") -> Memory:
+    """Merge a near-duplicate: ``merged`` is superseded by ``survivor`` with the reason "merged"
+    (status ``superseded``, ``metadata.merged_into``, a ``supersedes`` link from the survivor);
+    nothing is deleted and no text changes. The survivor's own chain stays as it is, so the
+    merged memory is not made a version of it. Returns the survivor."""
+    with transaction.atomic(durable=True):
+        keep, gone = _consolidation_pair(survivor.pk, merged.pk)
+        why = f"merged into {keep.pk}" + (f": {reason}" if reason else "")
+        metadata = {**(gone.metadata or {}), MERGED_INTO: str(keep.pk)}
+        _retire(gone, successor=keep, actor=actor, reason=why, metadata=metadata, what="merged")
+        _revision(keep, action="merge", before=snapshot(keep), actor=actor, reason=f"merged {gone.pk} into this memory")
+    return keep
+
+
+def memory_supersede_existing(*, old: Memory, new: Memory, actor: str, reason: str = "") -> Memory:
+    """Make ``new``, an active memory written after ``old``, the current version of ``old``'s
+    chain (``supersedes`` and version set, ``old`` superseded), as if it had been written as its
+    successor. When ``new`` already continues a chain of its own, ``old`` is superseded by it with
+    the link alone (a memory has one predecessor). Returns ``new``."""
+    try:
+        with transaction.atomic(durable=True):
+            head, gone = _consolidation_pair(new.pk, old.pk)
+            before = snapshot(head)
+            if head.supersedes_id is None:
+                head.supersedes, head.version = gone, gone.version + 1
+                head.save(update_fields=["supersedes", "version", "updated_at"])
+            _revision(head, action="supersede", before=before, actor=actor, reason=reason)
+            _retire(gone, successor=head, actor=actor, reason=reason)
+    except IntegrityError as error:  # a concurrent supersede of the same memory won the race
+        raise Conflict("that memory has already been superseded", code="already_superseded") from error
+    return head
+
+
+def memory_unconsolidate(*, survivor: Memory, retired: Memory, version: int, actor: str, reason: str = "") -> Memory:
+    """Undo ``memory_merge_into`` or ``memory_supersede_existing``: ``retired`` is active again,
+    ``survivor`` back at ``version`` without the link, and the dependents ``retired`` sent to
+    review are active again if still waiting. New revisions record the undo. Conflict when
+    either memory has moved on since (the survivor superseded or gone, the retired one changed).
+    Returns ``retired``."""
+    with transaction.atomic(durable=True):
+        locked = {m.pk: m for m in Memory.objects.select_for_update().filter(pk__in=sorted([survivor.pk, retired.pk]))}
+        keep, gone = locked.get(survivor.pk), locked.get(retired.pk)
+        link = MemoryEdge.objects.filter(
+            from_memory=survivor.pk, to_memory=retired.pk, relationship=Relationship.SUPERSEDES
+        )
+        if (
+            keep is None
+            or gone is None
+            or keep.status != Status.ACTIVE
+            or gone.status != Status.SUPERSEDED
+            or Memory.objects.filter(supersedes=keep).exists()
+            or Memory.objects.filter(supersedes=gone).exclude(pk=keep.pk).exists()
+            or not link.exists()
+        ):
+            raise Conflict("these memories have changed since they were consolidated", code="not_undoable")
+        before = snapshot(keep)
+        if keep.supersedes_id == gone.pk:
+            keep.supersedes, keep.version = None, version
+            keep.save(update_fields=["supersedes", "version", "updated_at"])
+        link.delete()
+        _revision(keep, action="unconsolidate", before=before, actor=actor, reason=reason)
+        before = snapshot(gone)
+        gone.status = Status.ACTIVE
+        gone.metadata = {k: v for k, v in (gone.metadata or {}).items() if k != MERGED_INTO}
+        gone.save(update_fields=["status", "metadata", "updated_at"])
+        _revision(gone, action="restore", before=before, actor=actor, reason=reason)
+        _restore_dependents(gone, actor=actor, reason=reason)
+    return gone
+
+
 def _link_related(memory: Memory, related: Iterable[tuple[str, str]], *, actor: str) -> None:
     for target_id, relationship in related:
         target = memory_get_visible(project=memory.project, user_id=memory.user_id, memory_id=target_id)
@@ -500,7 +662,7 @@ def _create_edge(source: Memory, target: Memory, *, relationship: str, actor: st
         from_memory=source,
         to_memory=target,
         relationship=relationship,
-        defaults={"project": source.project, "created_by": actor},
+        defaults={"project_id": source.project_id, "created_by": actor},
     )
     return edge
 

@@ -16,6 +16,7 @@ from capture.api import router as capture_router
 from common.auth import ERRORS, api_key
 from common.errors import DomainError, Invalid, RateLimited, envelope_for, validation_envelope
 from common.parsing import StorableJSONParser, UnstorableBody
+from consolidation.api import router as consolidation_router
 from conversations.api import router as conversations_router
 from integrations.api import router as transfer_router
 from memories import services
@@ -148,4 +149,5 @@ api.add_router("/", retrieval_router)
 api.add_router("/", capture_router)
 api.add_router("/", conversations_router)
 api.add_router("/", transfer_router)
+api.add_router("/", consolidation_router)
 api.add_router("/", profiles_router)

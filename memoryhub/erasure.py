@@ -2,7 +2,7 @@
 
 ``erase_user`` deletes, in one transaction, the user's memories (with their revisions, links
 and vectors), conversations (with messages), capture jobs, retrieval log rows, scratchpad
-entries and keyword statistics, and then drops the Redis entries derived from them: the session
+entries, keyword statistics and consolidation runs, and then drops the Redis entries derived from them: the session
 tails of their conversations and the cached vectors of their memories' and messages' texts.
 It returns the count per kind as evidence. Used by ``manage.py erase_user`` and
 ``DELETE /api/v1/users/{user_id}`` (docs/adr/0016-erasing-a-user.md).
@@ -19,6 +19,7 @@ from django.db import transaction
 
 from capture.models import CaptureJob
 from common.redis import redis_client
+from consolidation.models import ConsolidationRun, ConsolidationState
 from conversations.models import Conversation, Message
 from conversations.session import session_key
 from memories.models import (
@@ -65,6 +66,9 @@ def erase_user(*, project: Project, user_id: str) -> dict[str, int]:
         memories.delete()
         conversations.delete()
         counts["capture_jobs"] = _delete(CaptureJob.objects.filter(project=project, user_id=user_id))
+        # Their consolidations (each run's actions went with the memories they name, or go with it).
+        counts["consolidations"] = _delete(ConsolidationRun.objects.filter(project=project, user_id=user_id))
+        ConsolidationState.objects.filter(project=project, user_id=user_id).delete()
         counts["retrieval_logs"] = _delete(RetrievalLog.objects.filter(project=project, user_id=user_id))
         counts["scratchpad_entries"] = _delete(ScratchpadEntry.objects.filter(project=project, user_id=user_id))
         counts["keyword_stats"] = _delete(KeywordStats.objects.filter(project=project, owner=user_id))

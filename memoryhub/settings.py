@@ -151,6 +151,7 @@ INSTALLED_APPS = [
     "conversations",
     "retrieval",
     "capture",
+    "consolidation",
     "evaluation",
     "integrations",
     "profiles",
@@ -380,6 +381,14 @@ MEMORYHUB_SESSION_TTL_SECONDS = env.integer(
     "MEMORYHUB_SESSION_TTL_SECONDS", 24 * 3600, "expiry of a conversation's Redis tail", minimum=1
 )
 
+# --- Consolidation (docs/adr/0093-consolidation.md) ----------------------------------------
+MEMORYHUB_CONSOLIDATION_INTERVAL_S = env.integer(
+    "MEMORYHUB_CONSOLIDATION_INTERVAL_S",
+    3600,
+    "seconds between beat's rounds of consolidation (each end user whose memories changed since their last run)",
+    minimum=60,
+)
+
 # Names that work in progress will read; each becomes a typed line above when it does.
 env.reserve("MEMORYHUB_LOCAL_LLM", "MEMORYHUB_LOCAL_LLM_PORT", "MEMORYHUB_RELEVANCE_MODEL")
 
@@ -422,6 +431,12 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-capture-jobs": {"task": "capture.tasks.sweep_capture_jobs", "schedule": 30.0},
     "sweep-message-embeddings": {"task": "capture.tasks.sweep_message_embeddings", "schedule": 120.0},
     "refresh-keyword-stats": {"task": "retrieval.tasks.refresh_keyword_stats_task", "schedule": 600.0},
+    # Queues a consolidation for every end user whose memories changed since their last one, and
+    # re-queues runs a lost message or a dead worker left behind (consolidation/tasks.py).
+    "schedule-consolidations": {
+        "task": "consolidation.tasks.schedule_consolidations",
+        "schedule": float(MEMORYHUB_CONSOLIDATION_INTERVAL_S),
+    },
 }
 
 # Last: one error naming every bad or unknown variable (see common/config.py).

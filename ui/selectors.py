@@ -19,8 +19,9 @@ from django.http import Http404
 from django.utils import timezone
 
 from capture.models import CaptureJob
-from memories.models import ApiKey, Membership, Memory, MemoryEdge, Project, Role, Status
+from memories.models import ApiKey, Membership, Memory, MemoryEdge, MemoryRevision, Project, Role, Status
 from memories.selectors import memories_visible
+from memories.services import RETURN_TO_REVIEW
 from retrieval.models import RetrievalLog
 
 ROLE_RANK = {Role.VIEWER: 0, Role.REVIEWER: 1, Role.ADMIN: 2}
@@ -298,3 +299,17 @@ def recent_latency(*, project: Project, count: int) -> tuple[list[dict[str, Any]
 def capture_jobs(*, project: Project, status: str = "") -> QuerySet[CaptureJob]:
     queryset = CaptureJob.objects.filter(project=project).order_by("-created_at", "-pk")
     return queryset.filter(status=status) if status else queryset
+
+
+def returned_to_review(*, memories: list[Memory]) -> dict[str, str]:
+    """Why each of ``memories`` that came back to review did ("what it rests on changed: …"), by
+    id: those whose latest revision is that return (memories.services), in one query."""
+    if not memories:
+        return {}
+    latest = (
+        MemoryRevision.objects.filter(memory__in=memories)
+        .order_by("memory_id", "-created_at", "-id")
+        .distinct("memory_id")
+        .values_list("memory_id", "action", "reason")
+    )
+    return {str(memory_id): reason for memory_id, action, reason in latest if action == RETURN_TO_REVIEW}

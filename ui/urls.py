@@ -8,6 +8,7 @@ from django.urls import path
 from ui.views import (
     accounts,
     admin,
+    consolidation,
     graph,
     home,
     memory_detail,
@@ -74,5 +75,20 @@ urlpatterns = [
     path(P + "transfer/", transfer.transfer, name="transfer"),
     path(P + "transfer/export/", transfer.transfer_export, name="transfer_export"),
     path(P + "evaluation/", operations.evaluation, name="evaluation"),
+    # Consolidation: runs, undo, and its proposals in the review queue.
+    path(P + "consolidations/", consolidation.runs, name="consolidations"),
+    path(P + "consolidations/<uuid:run_id>/", consolidation.run_page, name="consolidation"),
+    path(P + "consolidations/actions/<int:action_id>/undo/", consolidation.action_undo, name="consolidation_undo"),
+    path(P + "review/consolidations/bulk/", consolidation.review_bulk, name="review_consolidation_bulk"),
+    path(
+        P + "review/consolidations/<int:action_id>/approve/",
+        consolidation.review_approve,
+        name="review_consolidation_approve",
+    ),
+    path(
+        P + "review/consolidations/<int:action_id>/reject/",
+        consolidation.review_reject,
+        name="review_consolidation_reject",
+    ),
     path(P + "users/<str:user_id>/profile/", profiles.profile_page, name="profile"),
 ]

@@ -26,7 +26,7 @@
       if (box) { box.checked = !box.checked; box.dispatchEvent(new Event("change", {bubbles: true})); }
     }
     else if (event.key === "e") {
-      var details = card.querySelector(".edit-approve"); details.open = true;
+      var details = card.querySelector(".edit-approve"); if (!details) return; details.open = true;
       details.querySelector("textarea").focus();
     } else { return; }
     event.preventDefault();

@@ -17,7 +17,7 @@ from memoryhub_client import (
     Unauthorized,
     ValidationError,
 )
-from memoryhub_client.models import CaptureJob, ImportResult, Memory
+from memoryhub_client.models import CaptureJob, Consolidation, ImportResult, Memory
 
 from tests.clients.conftest import key_for
 
@@ -103,6 +103,15 @@ def test_capture_answers_a_job_whose_status_the_client_reads(hub: MemoryHub):
     assert (job.status, job.trigger, job.session_id) == (accepted.status, "turn", "s1")
     with pytest.raises(NotFound):
         hub.capture_job(job_id=accepted.job_id, user_id="mallory")
+
+
+def test_a_consolidation_is_queued_and_read_back_typed(hub: MemoryHub):
+    accepted = hub.consolidate(user_id="alice")
+    run = hub.wait_for_consolidation(job_id=accepted.job_id, user_id="alice", timeout=0)
+    assert isinstance(run, Consolidation) and run.job_id == accepted.job_id and run.status == "queued"
+    assert run.counts.merged == 0 and run.actions == [] and not run.finished
+    with pytest.raises(NotFound):
+        hub.consolidation(job_id=accepted.job_id, user_id="mallory")
 
 
 def test_the_scratchpad_keeps_keys_with_slashes(hub: MemoryHub):

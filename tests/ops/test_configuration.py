@@ -86,7 +86,7 @@ def test_every_setting_the_code_reads_is_declared():
     pattern = re.compile(r"""(?:settings\.|getattr\(settings,\s*"|setting\(")(MEMORYHUB_[A-Z0-9_]+)""")
     read = {
         name
-        for folder in ("memoryhub", "memories", "retrieval", "capture")
+        for folder in ("memoryhub", "memories", "retrieval", "capture", "consolidation")
         for path in (BASE_DIR / folder).rglob("*.py")
         for name in pattern.findall(path.read_text())
     }

@@ -17,7 +17,7 @@ from tests.support.celery_worker import celery_worker, purge_queue, wait_until
 def test_every_task_stops_before_the_broker_would_deliver_it_again():
     visibility = app.conf.broker_transport_options["visibility_timeout"]
     assert visibility == settings.BROKER_VISIBILITY_TIMEOUT_S
-    apps = ("capture", "retrieval", "memories")
+    apps = ("capture", "retrieval", "memories", "consolidation")
     ours = {name: task for name, task in app.tasks.items() if name.split(".")[0] in apps}
     assert "capture.tasks.reembed_project_task" in ours
     for name, task in ours.items():

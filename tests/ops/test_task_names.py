@@ -21,6 +21,8 @@ PUBLISHED_NAMES = {
     "capture.tasks.sweep_message_embeddings",
     "retrieval.tasks.refresh_keyword_stats_task",
     "retrieval.tasks.build_vector_index_task",
+    "consolidation.tasks.consolidation_run_task",
+    "consolidation.tasks.schedule_consolidations",
     "profiles.tasks.rebuild_profiles_task",
 }
 

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_POST
 
 from capture.models import CaptureJob
 from common.errors import DomainError
+from consolidation import selectors as consolidation_selectors
 from conversations.window import clean_window
 from memories import services
 from memories.models import Memory, MemoryEdge, Role, Status
@@ -24,6 +25,7 @@ from retrieval.embedders import EmbedderError
 from ui import selectors as ui_selectors
 from ui.forms import MemoryFieldsForm, ReviewFilterForm
 from ui.views.access import Access, done, is_htmx, page_context, project_view, refuse
+from ui.views.consolidation import proposal_items
 from ui.views.review_undo import remember, undo_label, undo_last
 
 TEMPLATE = "ui/review.html"
@@ -71,11 +73,14 @@ def _uuid(value: Any) -> uuid.UUID | None:
         return None
 
 
-def review_item(memory: Memory, jobs: dict[str, CaptureJob], similar: list[SimilarItem]) -> ReviewItem:
+def review_item(
+    memory: Memory, jobs: dict[str, CaptureJob], similar: list[SimilarItem], returned: str = ""
+) -> ReviewItem:
     """What capture recorded about a proposal (see capture.services.memory_draft and
     memory_source): ``source.excerpt`` and ``source.capture_job``; ``metadata.confidence``,
     ``reason``, ``evidence`` and ``proposed_supersedes``. Its proposed links are the links it
-    was created with."""
+    was created with. ``returned``: why a memory came back to review ("what it rests on changed"),
+    which is then its reason."""
     source = memory.source if isinstance(memory.source, dict) else {}
     meta = memory.metadata if isinstance(memory.metadata, dict) else {}
     initial = {name: getattr(memory, name) for name in ("content", "kind", "category", "importance")}
@@ -86,7 +91,7 @@ def review_item(memory: Memory, jobs: dict[str, CaptureJob], similar: list[Simil
         confidence=meta.get("confidence"),
         proposed_supersedes=_uuid(meta.get("proposed_supersedes")),
         proposed_links=list(memory.edges_out.all()),
-        reason=str(meta.get("reason") or ""),
+        reason=returned or str(meta.get("reason") or ""),
         form=MemoryFieldsForm(initial=initial, project=memory.project),
         similar=similar,
     )
@@ -119,14 +124,22 @@ def queue_context(request: HttpRequest, access: Access, query: QueryDict, **extr
         queryset.select_related("project").prefetch_related(Prefetch("edges_out", queryset=links))[:QUEUE_LIMIT]
     )
     jobs = ui_selectors.capture_jobs_by_id(project=access.project, memories=memories)
-    items = [review_item(m, jobs, similar) for m, similar in zip(memories, _similar(access, memories), strict=True)]
+    returned = ui_selectors.returned_to_review(memories=memories)
+    items = [
+        review_item(m, jobs, similar, returned.get(str(m.pk), ""))
+        for m, similar in zip(memories, _similar(access, memories), strict=True)
+    ]
     # The heading counts everything waiting, as the count after each action does; the
     # filters say how many of those are shown.
     total = ui_selectors.review_queue(project=access.project).count()
     shown = queryset.count() if len(memories) == QUEUE_LIMIT else len(memories)
+    # What consolidation proposed (docs/adr/0093-consolidation.md), of the end user filtered on.
+    consolidations = proposal_items(access, user_id=filter_form.filters().get("user_id", ""))
     return page_context(
         access,
         items=items,
+        consolidations=consolidations,
+        consolidation_total=consolidation_selectors.proposals_count(project=access.project),
         total=total,
         shown=shown,
         filter_form=filter_form,

@@ -1,7 +1,8 @@
 """Undo of the review queue's last action (docs/adr/0049-review-queue-collisions-merge-undo.md).
 
 The last action of a reviewer on a project is held in their session as a list of steps,
-each naming what to reverse. Undo runs the reversing service for every step and writes new
+each naming what to reverse (a memory's approval, rejection or merge, or a consolidation
+proposal's approval or rejection). Undo runs the reversing service for every step and writes new
 revisions ("unapprove", "restore", "edit"): history keeps both the action and its undo.
 A step whose memory has changed since (someone else acted on it) is refused by the service
 and reported, never forced.
@@ -14,6 +15,8 @@ from typing import Any
 from django.http import HttpRequest
 
 from common.errors import Conflict, DomainError
+from consolidation import selectors as consolidation_selectors
+from consolidation import services as consolidation_services
 from memories import services
 from ui import selectors as ui_selectors
 from ui.views.access import Access
@@ -38,6 +41,11 @@ def undo_label(request: HttpRequest, access: Access) -> str:
 
 
 def _reverse(access: Access, step: dict[str, Any], reason: str) -> None:
+    if step.get("op") == "consolidation":
+        # A consolidation proposal approved (its memories changed back) or rejected: waiting again.
+        action = consolidation_selectors.action_get(project=access.project, action_id=step.get("id", ""))
+        consolidation_services.action_undo(action=action, actor=access.actor, reopen=True)
+        return
     found = ui_selectors.memories_by_ids(project=access.project, ids=[step.get("id", ""), step.get("into", "")])
     by_id = {str(m.pk): m for m in found}
     memory = by_id.get(str(step.get("id")))

@@ -11,6 +11,7 @@ __all__ = [
     "BadRequest",
     "CaptureJob",
     "Conflict",
+    "Consolidation",
     "Episode",
     "History",
     "JobAccepted",
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
     )
     from memoryhub_client.models import (
         CaptureJob,
+        Consolidation,
         Episode,
         History,
         JobAccepted,
@@ -91,8 +93,9 @@ _HOMES = {
     ),
     **dict.fromkeys(
         (
-            "CaptureJob", "Episode", "History", "JobAccepted", "Link", "Memory", "MemoryPage", "MemoryWrite",
-            "Profile", "ProfileFact", "QueryMemoryResult", "RetrievedMemory", "RetrieveResult", "ScratchpadEntry",
+            "CaptureJob", "Consolidation", "Episode", "History", "JobAccepted", "Link", "Memory", "MemoryPage",
+            "MemoryWrite", "Profile", "ProfileFact", "QueryMemoryResult", "RetrievedMemory", "RetrieveResult",
+            "ScratchpadEntry",
         ),
         "models",
     ),

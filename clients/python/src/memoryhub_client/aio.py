@@ -19,6 +19,7 @@ from memoryhub_client import _core
 from memoryhub_client.models import (
     BulkResult,
     CaptureJob,
+    Consolidation,
     Erasure,
     Health,
     History,
@@ -329,3 +330,27 @@ class AsyncMemoryHub:
     async def erase_user(self, *, user_id: str) -> Erasure:
         """Erase one end user of the project, irreversibly; answers what was removed."""
         return await self._call("erase_user", locals(), Erasure)
+
+    # -- consolidation ----------------------------------------------------------------------
+
+    async def consolidate(self, *, user_id: str, idempotency_key: str | None = None) -> JobAccepted:
+        """Queue a consolidation of the user's memories (near-duplicates merged, unlinked changes
+        of mind superseded, under the project's capture policy); the run already waiting answers
+        when there is one."""
+        return await self._call("consolidate", locals(), JobAccepted)
+
+    async def consolidation(self, *, job_id: str, user_id: str) -> Consolidation:
+        """A consolidation's state: status, counts per action, and what it did or proposed."""
+        return await self._call("consolidation", locals(), Consolidation)
+
+    async def wait_for_consolidation(
+        self, *, job_id: str, user_id: str, timeout: float = 120.0, interval: float = 0.5
+    ) -> Consolidation:
+        """Poll a consolidation until it is finished (or ``timeout`` seconds have passed, when it
+        is returned as it is)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            run = await self.consolidation(job_id=job_id, user_id=user_id)
+            if run.finished or time.monotonic() >= deadline:
+                return run
+            await self._sleep(interval)

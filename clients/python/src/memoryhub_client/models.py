@@ -237,6 +237,52 @@ class ScratchpadList:
 
 
 @dataclass(frozen=True)
+class ConsolidationCounts:
+    """What a consolidation did: merges and supersedes applied, proposals left for review,
+    close pairs judged distinct."""
+
+    merged: int
+    superseded: int
+    kept: int
+    proposed: int
+
+
+@dataclass(frozen=True)
+class ConsolidationAction:
+    """One merge or supersede: ``retired`` stops being current, ``survivor`` stays."""
+
+    id: int
+    action: str
+    status: str
+    survivor_id: str
+    retired_id: str
+    confidence: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class Consolidation:
+    """A consolidation run's state; ``finished`` once it is done or failed."""
+
+    job_id: str
+    status: str
+    user_id: str
+    trigger: str
+    full: bool
+    compared: int
+    counts: ConsolidationCounts
+    actions: list[ConsolidationAction]
+    error: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in ("done", "failed")
+
+
+@dataclass(frozen=True)
 class ProfileFact:
     """One standing fact of a profile, with the memories it rests on (none for a pinned one)."""
 

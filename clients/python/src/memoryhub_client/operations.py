@@ -130,6 +130,8 @@ OPERATIONS: dict[str, Operation] = {
     "export": Operation("GET", "/export", query=("user_id", "conversations"), response="text"),
     "import_jsonl": Operation("POST", "/import", response=models.ImportResult, content_type=NDJSON, creates=True),
     "erase_user": Operation("DELETE", "/users/{user_id}", response=models.Erasure),
+    "consolidate": Operation("POST", "/users/{user_id}/consolidate", 202, response=models.JobAccepted, creates=True),
+    "consolidation": Operation("GET", "/consolidations/{job_id}", query=("user_id",), response=models.Consolidation),
     "get_profile": Operation("GET", "/users/{user_id}/profile", response=models.Profile),
     "rebuild_profile": Operation("POST", "/users/{user_id}/profile/rebuild", response=models.Profile),
 }
