@@ -107,6 +107,8 @@ export const METHODS: Readonly<Record<string, OperationId>> = {
   eraseUser: "memoryhub_api_erase_user",
   getProfile: "profiles_api_get_profile",
   rebuildProfile: "profiles_api_rebuild_profile",
+  consolidate: "consolidation_api_consolidate",
+  consolidation: "consolidation_api_consolidation",
 };
 
 /** Operations with no named method, and why (`call()` still reaches them). */
@@ -279,6 +281,16 @@ export class MemoryHub {
   /** The user's profile: standing facts from their active memories (404 before the first is built). */
   getProfile(userId: string) {
     return this.call("profiles_api_get_profile", { path: { user_id: userId } });
+  }
+
+  /** Queue a consolidation of the user's memories (202 with a `job_id`). */
+  consolidate(userId: string, options: Keyed = {}) {
+    return this.call("consolidation_api_consolidate", { path: { user_id: userId }, ...options });
+  }
+
+  /** A consolidation's status and counts per action. */
+  consolidation(jobId: string, userId: string) {
+    return this.call("consolidation_api_consolidation", { path: { job_id: jobId }, query: { user_id: userId } });
   }
 
   /** Rebuild the user's profile from their active memories now. */
