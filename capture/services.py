@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from capture import selectors
@@ -26,6 +26,7 @@ from capture.observations import prepare_step_output
 from capture.proposals import ProposedMemory
 from common import prepared
 from common.errors import Conflict, Invalid, NotFound, PayloadTooLarge
+from common.locks import advisory_lock
 from common.queue import publish
 from common.redaction import redact, redact_json
 from conversations import selectors as conversation_selectors
@@ -204,31 +205,9 @@ def _queue(job_id: Any) -> None:
 # --- running a job ---------------------------------------------------------------------------
 
 
-@contextmanager
-def user_lock(*, project_id: int, user_id: str) -> Iterator[bool]:
-    """A session-level Postgres advisory lock per (project, user); yields whether it was taken.
-
-    Held across the job's transactions (the LLM call runs outside any transaction), and
-    released by Postgres itself if the worker dies: its connection closes.
-    """
-    key = f"capture:{project_id}:{user_id}"
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))", [LOCK_NAMESPACE, key])
-        row = cursor.fetchone()
-    acquired = bool(row and row[0])
-    try:
-        yield acquired
-    finally:
-        if acquired:
-            _unlock(key)
-
-
-def _unlock(key: str) -> None:
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", [LOCK_NAMESPACE, key])
-    except DatabaseError:
-        connection.close()  # the lock dies with the session
+def user_lock(*, project_id: int, user_id: str) -> AbstractContextManager[bool]:
+    """One capture job at a time per (project, user); yields whether the lock was taken."""
+    return advisory_lock(LOCK_NAMESPACE, f"capture:{project_id}:{user_id}")
 
 
 def capture_job_claim(*, job_id: str) -> CaptureJob | None:

@@ -16,17 +16,18 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from capture.services import policy_status
 from common.errors import Conflict, DomainError
+from common.locks import advisory_lock
 from common.queue import publish
 from consolidation import llm_judge, rules, selectors, vectors
 from consolidation.models import (
@@ -55,24 +56,9 @@ MAX_ATTEMPTS = 3
 COUNTS = ("merged", "superseded", "kept", "proposed")
 
 
-@contextmanager
-def user_lock(*, project_id: int, user_id: str) -> Iterator[bool]:
-    """One run at a time per end user: a session-level advisory lock, released by Postgres if
-    the worker dies."""
-    key = f"consolidate:{project_id}:{user_id}"
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))", [LOCK_NAMESPACE, key])
-        row = cursor.fetchone()
-    acquired = bool(row and row[0])
-    try:
-        yield acquired
-    finally:
-        if acquired:
-            try:
-                with connection.cursor() as cursor:
-                    cursor.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", [LOCK_NAMESPACE, key])
-            except DatabaseError:
-                connection.close()
+def user_lock(*, project_id: int, user_id: str) -> AbstractContextManager[bool]:
+    """One consolidation run at a time per (project, user); yields whether the lock was taken."""
+    return advisory_lock(LOCK_NAMESPACE, f"consolidate:{project_id}:{user_id}")
 
 
 # --- queueing --------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ each with the diff of what it changes, approved or rejected one by one or in bul
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,26 +63,25 @@ def _review_answer(request: HttpRequest, access: Access, text: str) -> HttpRespo
 @require_POST
 def review_approve(request: HttpRequest, access: Access, action_id: int) -> HttpResponse:
     """Apply a proposed merge or supersede."""
-    action = _action(access, action_id)
-    try:
-        services.action_approve(action=action, actor=access.actor)
-    except DomainError as error:
-        return refuse(request, error, back=reverse("ui:review", args=[access.project.slug]))
-    label = f"Approved the {action.kind}."
-    remember(request, access, label, [{"op": "consolidation", "id": str(action.pk)}])
-    return _review_answer(request, access, label)
+    return _decide(request, access, action_id, services.action_approve, "Approved")
 
 
 @project_view(Role.REVIEWER)
 @require_POST
 def review_reject(request: HttpRequest, access: Access, action_id: int) -> HttpResponse:
     """Reject a proposal: nothing changes and the pair is not proposed again."""
+    return _decide(request, access, action_id, services.action_reject, "Rejected")
+
+
+def _decide(
+    request: HttpRequest, access: Access, action_id: int, decide: Callable[..., object], verb: str
+) -> HttpResponse:
     action = _action(access, action_id)
     try:
-        services.action_reject(action=action, actor=access.actor)
+        decide(action=action, actor=access.actor)
     except DomainError as error:
         return refuse(request, error, back=reverse("ui:review", args=[access.project.slug]))
-    label = f"Rejected the {action.kind}."
+    label = f"{verb} the {action.kind}."
     remember(request, access, label, [{"op": "consolidation", "id": str(action.pk)}])
     return _review_answer(request, access, label)
 
