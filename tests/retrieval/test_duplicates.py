@@ -95,4 +95,6 @@ def test_a_review_pages_similar_memories_are_those_an_exact_scan_finds_never_a_w
              "project": project.pk, "statuses": ["active"], "unexpired": True, "limit": 3, "pick": 20, "floor": 0.5},
         )  # fmt: skip
         plan = "\n".join(row[0] for row in cursor.fetchall())
-    assert "embedding_hnsw" not in plan and "embedding_owner_half" in plan, plan
+    # Which of the owner's indexes reads the rows is the planner's choice from statistics and the
+    # visibility map (it changes with autovacuum's timing); what must hold is that no graph is walked.
+    assert "embedding_hnsw" not in plan, plan
