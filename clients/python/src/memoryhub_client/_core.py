@@ -10,7 +10,7 @@ import random
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 from urllib.parse import quote
 
 import httpx2
@@ -22,6 +22,8 @@ from memoryhub_client.operations import OPERATIONS, Operation
 API_PREFIX = "/api/v1"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 RETRY_STATUSES = frozenset({429, 503})
+
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ class RetryPolicy:
             return after if after <= self.max_wait else None
         return self._backoff(attempt)
 
-    def wait_after_transport_error(self, *, attempt: int, call: Call) -> float | None:
+    def wait_after_transport_error(self, *, attempt: int, call: Call[Any]) -> float | None:
         """Seconds to wait before resending ``call`` after no answer at all, or None to give up.
         Only a call carrying an ``Idempotency-Key`` is resent: the lost answer may have been a
         write, and only the key makes sending it again harmless."""
@@ -89,8 +91,9 @@ class Server:
 
 
 @dataclass(frozen=True)
-class Call:
-    """One request, ready for ``httpx2.Client.request`` or its async twin."""
+class Call(Generic[R]):
+    """One request, ready for ``httpx2.Client.request`` or its async twin. ``R`` is what its
+    answer decodes to, so a client sending it returns that type (for the type checker only)."""
 
     operation: Operation
     method: str
@@ -117,7 +120,7 @@ def transport_error(error: httpx2.TransportError) -> TransportError:
     return TransportError(str(error) or type(error).__name__, code="transport_error", status=0)
 
 
-def prepare(name: str, arguments: dict[str, Any], *, content: str | None = None) -> Call:
+def prepare(name: str, arguments: dict[str, Any], *, content: str | None = None) -> Call[Any]:
     """The request for operation ``name`` from a method's arguments: path parameters into the
     path, the operation's query fields into the query string, its body fields into the JSON
     body. An argument left at None is not sent (the server's default applies)."""
@@ -160,7 +163,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def result(call: Call, response: httpx2.Response) -> Any:
+def result(call: Call[R], response: httpx2.Response) -> R:
     """The decoded answer, or the mapped exception for an error answer."""
     if response.status_code >= 400:
         try:
@@ -168,7 +171,10 @@ def result(call: Call, response: httpx2.Response) -> Any:
         except ValueError:
             body = None
         raise error_for(response.status_code, body, retry_after=retry_after(response.headers))
-    kind = call.operation.response
+    return cast(R, _decoded(call.operation.response, response))
+
+
+def _decoded(kind: Any, response: httpx2.Response) -> Any:
     if kind is None:
         return None
     if kind == "text":

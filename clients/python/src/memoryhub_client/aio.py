@@ -1,46 +1,29 @@
 """``AsyncMemoryHub``: the asyncio client, method for method the same as ``client.MemoryHub``.
 
-Every method is keyword-only and maps to one row of ``operations.OPERATIONS``; an argument
-left at None is not sent, so the server's default applies.
+The API methods are written once, in ``_methods.Methods``, and are coroutines here; this module
+holds what is async about this client: sending with retries, closing, and the helpers that
+iterate pages and poll.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from datetime import datetime
+from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import httpx2
 
 from memoryhub_client import _core
-from memoryhub_client.models import (
-    BulkResult,
-    CaptureJob,
-    Consolidation,
-    Erasure,
-    Health,
-    History,
-    ImportResult,
-    JobAccepted,
-    Link,
-    Memory,
-    MemoryPage,
-    MemoryWrite,
-    Profile,
-    QueryMemoryResult,
-    RetrieveResult,
-    ScratchpadEntry,
-    ScratchpadList,
-)
+from memoryhub_client._endpoint import AsyncSender
+from memoryhub_client._methods import Methods
+from memoryhub_client.models import CaptureJob, Consolidation, Memory
 
-T = TypeVar("T")
-Links = Sequence[Link | dict[str, str]] | None
+R = TypeVar("R")
 
 
-class AsyncMemoryHub:
+class AsyncMemoryHub(AsyncSender, Methods):
     """An asyncio MemoryHub API client for one project (its API key).
 
     ``base_url`` is the server's root (``http://localhost:8000``). ``sleep`` is how the client
@@ -74,8 +57,7 @@ class AsyncMemoryHub:
     async def __aexit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
         await self.close()
 
-    async def _call(self, name: str, arguments: dict[str, Any], returns: type[T], *, content: str | None = None) -> T:
-        call = _core.prepare(name, arguments, content=content)
+    async def _send(self, call: _core.Call[R]) -> R:
         attempt = 0
         while True:
             try:
@@ -89,101 +71,9 @@ class AsyncMemoryHub:
                 continue
             wait = self.retry.wait(attempt=attempt, status=response.status_code, headers=response.headers)
             if wait is None:
-                return cast(T, _core.result(call, response))
+                return _core.result(call, response)
             await self._sleep(wait)
             attempt += 1
-
-    # -- memories ---------------------------------------------------------------------------
-
-    async def health(self) -> Health:
-        """The server's dependencies (no key needed, but it is sent)."""
-        return await self._call("health", {}, Health)
-
-    async def create_memory(
-        self,
-        *,
-        user_id: str,
-        content: str,
-        kind: str | None = None,
-        category: str | None = None,
-        scope: str | None = None,
-        importance: float | None = None,
-        metadata: dict[str, Any] | None = None,
-        expires_at: datetime | None = None,
-        supersedes: str | None = None,
-        related: Links = None,
-        idempotency_key: str | None = None,
-    ) -> MemoryWrite:
-        """Create one memory; ``related`` links it to others (``Link(id, relationship)``)."""
-        return await self._call("create_memory", locals(), MemoryWrite)
-
-    async def bulk_create_memories(
-        self, *, memories: Sequence[dict[str, Any]], idempotency_key: str | None = None
-    ) -> BulkResult:
-        """Create up to 1,000 memories in one request; they are embedded in the background."""
-        return await self._call("bulk_create_memories", locals(), BulkResult)
-
-    async def get_memory(self, *, memory_id: str, user_id: str) -> Memory:
-        """One memory the user can see (``NotFound`` otherwise)."""
-        return await self._call("get_memory", locals(), Memory)
-
-    async def update_memory(
-        self,
-        *,
-        memory_id: str,
-        user_id: str,
-        content: str | None = None,
-        kind: str | None = None,
-        category: str | None = None,
-        importance: float | None = None,
-        metadata: dict[str, Any] | None = None,
-        expires_at: datetime | None = None,
-        reason: str | None = None,
-    ) -> Memory:
-        """Edit a memory in place; the server records a revision."""
-        return await self._call("update_memory", locals(), Memory)
-
-    async def delete_memory(self, *, memory_id: str, user_id: str) -> None:
-        """Soft-delete a memory."""
-        await self._call("delete_memory", locals(), type(None))
-
-    async def memory_history(self, *, memory_id: str, user_id: str) -> History:
-        """Every revision of a memory and its supersede chain."""
-        return await self._call("memory_history", locals(), History)
-
-    async def supersede_memory(
-        self,
-        *,
-        memory_id: str,
-        user_id: str,
-        content: str,
-        kind: str | None = None,
-        category: str | None = None,
-        scope: str | None = None,
-        importance: float | None = None,
-        metadata: dict[str, Any] | None = None,
-        expires_at: datetime | None = None,
-        related: Links = None,
-        reason: str | None = None,
-        idempotency_key: str | None = None,
-    ) -> MemoryWrite:
-        """Replace a memory with a new version; the old one becomes ``superseded``."""
-        return await self._call("supersede_memory", locals(), MemoryWrite)
-
-    async def list_memories(
-        self,
-        *,
-        user_id: str,
-        kind: str | None = None,
-        category: str | None = None,
-        scope: str | None = None,
-        status: str | None = None,
-        q: str | None = None,
-        limit: int | None = None,
-        cursor: str | None = None,
-    ) -> MemoryPage:
-        """One page of a user's memories; ``iter_memories`` walks them all."""
-        return await self._call("list_memories", locals(), MemoryPage)
 
     def iter_memories(
         self,
@@ -211,67 +101,6 @@ class AsyncMemoryHub:
                 return
             cursor = page.next_cursor
 
-    # -- retrieval and tools ----------------------------------------------------------------
-
-    async def retrieve(
-        self,
-        *,
-        user_id: str,
-        query: str | None = None,
-        messages: Sequence[dict[str, Any]] | None = None,
-        turn_id: str | None = None,
-        limit: int | None = None,
-        token_budget: int | None = None,
-        min_score: float | None = None,
-        kinds: Sequence[str] | None = None,
-        categories: Sequence[str] | None = None,
-        hyde: bool | None = None,
-        hop_depth: int | None = None,
-        include_superseded: bool | None = None,
-        judge: bool | None = None,
-        episodes: bool | None = None,
-        profile: bool | None = None,
-    ) -> RetrieveResult:
-        """The memories relevant to ``query`` (or the conversation ``messages``) and the
-        injection text for a system prompt."""
-        return await self._call("retrieve", locals(), RetrieveResult)
-
-    async def tools(self) -> list[dict[str, Any]]:
-        """The OpenAI function-tool schemas an agent framework can register as they are."""
-        return await self._call("tools", {}, list)
-
-    async def query_memory(
-        self,
-        *,
-        user_id: str,
-        query: str,
-        types: Sequence[str] | None = None,
-        categories: Sequence[str] | None = None,
-        limit: int | None = None,
-    ) -> QueryMemoryResult:
-        """The ``query_memory`` tool: retrieval in the compact shape a tool call returns."""
-        return await self._call("query_memory", locals(), QueryMemoryResult)
-
-    # -- capture ----------------------------------------------------------------------------
-
-    async def capture(
-        self,
-        *,
-        user_id: str,
-        messages: Sequence[dict[str, Any]],
-        trigger: str,
-        session_id: str | None = None,
-        conversation_id: str | None = None,
-        idempotency_key: str | None = None,
-    ) -> JobAccepted:
-        """Hand a conversation to the server (``trigger`` ``"turn"`` or ``"compaction"``); it
-        extracts memories in the background."""
-        return await self._call("capture", locals(), JobAccepted)
-
-    async def capture_job(self, *, job_id: str, user_id: str) -> CaptureJob:
-        """A capture job's state."""
-        return await self._call("capture_job", locals(), CaptureJob)
-
     async def wait_for_capture(
         self, *, job_id: str, user_id: str, timeout: float = 60.0, interval: float = 0.5
     ) -> CaptureJob:
@@ -283,65 +112,6 @@ class AsyncMemoryHub:
             if job.finished or time.monotonic() >= deadline:
                 return job
             await self._sleep(interval)
-
-    # -- scratchpad -------------------------------------------------------------------------
-
-    async def put_scratchpad(self, *, key: str, user_id: str, value: Any) -> ScratchpadEntry:
-        """Set one key of the user's scratchpad (any JSON value)."""
-        return await self._call("put_scratchpad", locals(), ScratchpadEntry)
-
-    async def get_scratchpad(self, *, key: str, user_id: str) -> ScratchpadEntry:
-        """One key of the user's scratchpad (``NotFound`` when unset)."""
-        return await self._call("get_scratchpad", locals(), ScratchpadEntry)
-
-    async def delete_scratchpad(self, *, key: str, user_id: str) -> None:
-        """Remove one key of the user's scratchpad."""
-        await self._call("delete_scratchpad", locals(), type(None))
-
-    async def list_scratchpad(
-        self, *, user_id: str, prefix: str | None = None, limit: int | None = None
-    ) -> ScratchpadList:
-        """The user's scratchpad keys starting with ``prefix``."""
-        return await self._call("list_scratchpad", locals(), ScratchpadList)
-
-    async def search_scratchpad(self, *, user_id: str, q: str, limit: int | None = None) -> ScratchpadList:
-        """The user's scratchpad entries whose key or value contains ``q``."""
-        return await self._call("search_scratchpad", locals(), ScratchpadList)
-
-    # -- the project's data -----------------------------------------------------------------
-
-    async def export(self, *, user_id: str | None = None, conversations: bool | None = None) -> str:
-        """The project (or one user's part of it) as JSON lines (docs/api.md)."""
-        return await self._call("export", locals(), str)
-
-    async def import_jsonl(self, *, text: str, idempotency_key: str | None = None) -> ImportResult:
-        """Import an export file's text; when any line is rejected nothing is imported and
-        ``ValidationError`` (code ``import_rejected``) lists each line's reason in ``details``."""
-        return await self._call("import_jsonl", {"idempotency_key": idempotency_key}, ImportResult, content=text)
-
-    async def get_profile(self, *, user_id: str) -> Profile:
-        """The user's profile (``NotFound`` before the first is built)."""
-        return await self._call("get_profile", locals(), Profile)
-
-    async def rebuild_profile(self, *, user_id: str) -> Profile:
-        """Rebuild the user's profile from their active memories now, and answer it."""
-        return await self._call("rebuild_profile", locals(), Profile)
-
-    async def erase_user(self, *, user_id: str) -> Erasure:
-        """Erase one end user of the project, irreversibly; answers what was removed."""
-        return await self._call("erase_user", locals(), Erasure)
-
-    # -- consolidation ----------------------------------------------------------------------
-
-    async def consolidate(self, *, user_id: str, idempotency_key: str | None = None) -> JobAccepted:
-        """Queue a consolidation of the user's memories (near-duplicates merged, unlinked changes
-        of mind superseded, under the project's capture policy); the run already waiting answers
-        when there is one."""
-        return await self._call("consolidate", locals(), JobAccepted)
-
-    async def consolidation(self, *, job_id: str, user_id: str) -> Consolidation:
-        """A consolidation's state: status, counts per action, and what it did or proposed."""
-        return await self._call("consolidation", locals(), Consolidation)
 
     async def wait_for_consolidation(
         self, *, job_id: str, user_id: str, timeout: float = 120.0, interval: float = 0.5

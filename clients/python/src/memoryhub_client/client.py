@@ -1,45 +1,27 @@
 """``MemoryHub``: the synchronous client. ``aio.AsyncMemoryHub`` has the same methods, awaited.
 
-Every method is keyword-only and maps to one row of ``operations.OPERATIONS``; an argument
-left at None is not sent, so the server's default applies.
+The API methods are written once, in ``_methods.Methods``; this module holds what is sync about
+this client: sending with retries, closing, and the helpers that iterate pages and poll.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
-from datetime import datetime
+from collections.abc import Callable, Iterator
 from types import TracebackType
-from typing import Any, TypeVar, cast
+from typing import TypeVar
 
 import httpx2
 
 from memoryhub_client import _core
-from memoryhub_client.models import (
-    BulkResult,
-    CaptureJob,
-    Consolidation,
-    Erasure,
-    Health,
-    History,
-    ImportResult,
-    JobAccepted,
-    Link,
-    Memory,
-    MemoryPage,
-    MemoryWrite,
-    Profile,
-    QueryMemoryResult,
-    RetrieveResult,
-    ScratchpadEntry,
-    ScratchpadList,
-)
+from memoryhub_client._endpoint import SyncSender
+from memoryhub_client._methods import Methods
+from memoryhub_client.models import CaptureJob, Consolidation, Memory
 
-T = TypeVar("T")
-Links = Sequence[Link | dict[str, str]] | None
+R = TypeVar("R")
 
 
-class MemoryHub:
+class MemoryHub(SyncSender, Methods):
     """A MemoryHub API client for one project (its API key).
 
     ``base_url`` is the server's root (``http://localhost:8000``). ``sleep`` is how the client
@@ -73,8 +55,7 @@ class MemoryHub:
     def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
         self.close()
 
-    def _call(self, name: str, arguments: dict[str, Any], returns: type[T], *, content: str | None = None) -> T:
-        call = _core.prepare(name, arguments, content=content)
+    def _send(self, call: _core.Call[R]) -> R:
         attempt = 0
         while True:
             try:
@@ -88,101 +69,9 @@ class MemoryHub:
                 continue
             wait = self.retry.wait(attempt=attempt, status=response.status_code, headers=response.headers)
             if wait is None:
-                return cast(T, _core.result(call, response))
+                return _core.result(call, response)
             self._sleep(wait)
             attempt += 1
-
-    # -- memories ---------------------------------------------------------------------------
-
-    def health(self) -> Health:
-        """The server's dependencies (no key needed, but it is sent)."""
-        return self._call("health", {}, Health)
-
-    def create_memory(
-        self,
-        *,
-        user_id: str,
-        content: str,
-        kind: str | None = None,
-        category: str | None = None,
-        scope: str | None = None,
-        importance: float | None = None,
-        metadata: dict[str, Any] | None = None,
-        expires_at: datetime | None = None,
-        supersedes: str | None = None,
-        related: Links = None,
-        idempotency_key: str | None = None,
-    ) -> MemoryWrite:
-        """Create one memory; ``related`` links it to others (``Link(id, relationship)``)."""
-        return self._call("create_memory", locals(), MemoryWrite)
-
-    def bulk_create_memories(
-        self, *, memories: Sequence[dict[str, Any]], idempotency_key: str | None = None
-    ) -> BulkResult:
-        """Create up to 1,000 memories in one request; they are embedded in the background."""
-        return self._call("bulk_create_memories", locals(), BulkResult)
-
-    def get_memory(self, *, memory_id: str, user_id: str) -> Memory:
-        """One memory the user can see (``NotFound`` otherwise)."""
-        return self._call("get_memory", locals(), Memory)
-
-    def update_memory(
-        self,
-        *,
-        memory_id: str,
-        user_id: str,
-        content: str | None = None,
-        kind: str | None = None,
-        category: str | None = None,
-        importance: float | None = None,
-        metadata: dict[str, Any] | None = None,
-        expires_at: datetime | None = None,
-        reason: str | None = None,
-    ) -> Memory:
-        """Edit a memory in place; the server records a revision."""
-        return self._call("update_memory", locals(), Memory)
-
-    def delete_memory(self, *, memory_id: str, user_id: str) -> None:
-        """Soft-delete a memory."""
-        self._call("delete_memory", locals(), type(None))
-
-    def memory_history(self, *, memory_id: str, user_id: str) -> History:
-        """Every revision of a memory and its supersede chain."""
-        return self._call("memory_history", locals(), History)
-
-    def supersede_memory(
-        self,
-        *,
-        memory_id: str,
-        user_id: str,
-        content: str,
-        kind: str | None = None,
-        category: str | None = None,
-        scope: str | None = None,
-        importance: float | None = None,
-        metadata: dict[str, Any] | None = None,
-        expires_at: datetime | None = None,
-        related: Links = None,
-        reason: str | None = None,
-        idempotency_key: str | None = None,
-    ) -> MemoryWrite:
-        """Replace a memory with a new version; the old one becomes ``superseded``."""
-        return self._call("supersede_memory", locals(), MemoryWrite)
-
-    def list_memories(
-        self,
-        *,
-        user_id: str,
-        kind: str | None = None,
-        category: str | None = None,
-        scope: str | None = None,
-        status: str | None = None,
-        q: str | None = None,
-        limit: int | None = None,
-        cursor: str | None = None,
-    ) -> MemoryPage:
-        """One page of a user's memories; ``iter_memories`` walks them all."""
-        return self._call("list_memories", locals(), MemoryPage)
 
     def iter_memories(
         self,
@@ -206,67 +95,6 @@ class MemoryHub:
                 return
             cursor = page.next_cursor
 
-    # -- retrieval and tools ----------------------------------------------------------------
-
-    def retrieve(
-        self,
-        *,
-        user_id: str,
-        query: str | None = None,
-        messages: Sequence[dict[str, Any]] | None = None,
-        turn_id: str | None = None,
-        limit: int | None = None,
-        token_budget: int | None = None,
-        min_score: float | None = None,
-        kinds: Sequence[str] | None = None,
-        categories: Sequence[str] | None = None,
-        hyde: bool | None = None,
-        hop_depth: int | None = None,
-        include_superseded: bool | None = None,
-        judge: bool | None = None,
-        episodes: bool | None = None,
-        profile: bool | None = None,
-    ) -> RetrieveResult:
-        """The memories relevant to ``query`` (or the conversation ``messages``) and the
-        injection text for a system prompt."""
-        return self._call("retrieve", locals(), RetrieveResult)
-
-    def tools(self) -> list[dict[str, Any]]:
-        """The OpenAI function-tool schemas an agent framework can register as they are."""
-        return self._call("tools", {}, list)
-
-    def query_memory(
-        self,
-        *,
-        user_id: str,
-        query: str,
-        types: Sequence[str] | None = None,
-        categories: Sequence[str] | None = None,
-        limit: int | None = None,
-    ) -> QueryMemoryResult:
-        """The ``query_memory`` tool: retrieval in the compact shape a tool call returns."""
-        return self._call("query_memory", locals(), QueryMemoryResult)
-
-    # -- capture ----------------------------------------------------------------------------
-
-    def capture(
-        self,
-        *,
-        user_id: str,
-        messages: Sequence[dict[str, Any]],
-        trigger: str,
-        session_id: str | None = None,
-        conversation_id: str | None = None,
-        idempotency_key: str | None = None,
-    ) -> JobAccepted:
-        """Hand a conversation to the server (``trigger`` ``"turn"`` or ``"compaction"``); it
-        extracts memories in the background."""
-        return self._call("capture", locals(), JobAccepted)
-
-    def capture_job(self, *, job_id: str, user_id: str) -> CaptureJob:
-        """A capture job's state."""
-        return self._call("capture_job", locals(), CaptureJob)
-
     def wait_for_capture(
         self, *, job_id: str, user_id: str, timeout: float = 60.0, interval: float = 0.5
     ) -> CaptureJob:
@@ -278,63 +106,6 @@ class MemoryHub:
             if job.finished or time.monotonic() >= deadline:
                 return job
             self._sleep(interval)
-
-    # -- scratchpad -------------------------------------------------------------------------
-
-    def put_scratchpad(self, *, key: str, user_id: str, value: Any) -> ScratchpadEntry:
-        """Set one key of the user's scratchpad (any JSON value)."""
-        return self._call("put_scratchpad", locals(), ScratchpadEntry)
-
-    def get_scratchpad(self, *, key: str, user_id: str) -> ScratchpadEntry:
-        """One key of the user's scratchpad (``NotFound`` when unset)."""
-        return self._call("get_scratchpad", locals(), ScratchpadEntry)
-
-    def delete_scratchpad(self, *, key: str, user_id: str) -> None:
-        """Remove one key of the user's scratchpad."""
-        self._call("delete_scratchpad", locals(), type(None))
-
-    def list_scratchpad(self, *, user_id: str, prefix: str | None = None, limit: int | None = None) -> ScratchpadList:
-        """The user's scratchpad keys starting with ``prefix``."""
-        return self._call("list_scratchpad", locals(), ScratchpadList)
-
-    def search_scratchpad(self, *, user_id: str, q: str, limit: int | None = None) -> ScratchpadList:
-        """The user's scratchpad entries whose key or value contains ``q``."""
-        return self._call("search_scratchpad", locals(), ScratchpadList)
-
-    # -- the project's data -----------------------------------------------------------------
-
-    def export(self, *, user_id: str | None = None, conversations: bool | None = None) -> str:
-        """The project (or one user's part of it) as JSON lines (docs/api.md)."""
-        return self._call("export", locals(), str)
-
-    def import_jsonl(self, *, text: str, idempotency_key: str | None = None) -> ImportResult:
-        """Import an export file's text; when any line is rejected nothing is imported and
-        ``ValidationError`` (code ``import_rejected``) lists each line's reason in ``details``."""
-        return self._call("import_jsonl", {"idempotency_key": idempotency_key}, ImportResult, content=text)
-
-    def get_profile(self, *, user_id: str) -> Profile:
-        """The user's profile (``NotFound`` before the first is built)."""
-        return self._call("get_profile", locals(), Profile)
-
-    def rebuild_profile(self, *, user_id: str) -> Profile:
-        """Rebuild the user's profile from their active memories now, and answer it."""
-        return self._call("rebuild_profile", locals(), Profile)
-
-    def erase_user(self, *, user_id: str) -> Erasure:
-        """Erase one end user of the project, irreversibly; answers what was removed."""
-        return self._call("erase_user", locals(), Erasure)
-
-    # -- consolidation ----------------------------------------------------------------------
-
-    def consolidate(self, *, user_id: str, idempotency_key: str | None = None) -> JobAccepted:
-        """Queue a consolidation of the user's memories (near-duplicates merged, unlinked changes
-        of mind superseded, under the project's capture policy); the run already waiting answers
-        when there is one."""
-        return self._call("consolidate", locals(), JobAccepted)
-
-    def consolidation(self, *, job_id: str, user_id: str) -> Consolidation:
-        """A consolidation's state: status, counts per action, and what it did or proposed."""
-        return self._call("consolidation", locals(), Consolidation)
 
     def wait_for_consolidation(
         self, *, job_id: str, user_id: str, timeout: float = 120.0, interval: float = 0.5
