@@ -28,13 +28,14 @@ class ConsolidationRun(models.Model):
     status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.QUEUED)
     attempts = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True, default="")
-    # Applied merges and supersedes, proposals left for review, pairs judged distinct.
+    # Applied merges and supersedes, proposals left for review, pairs judged distinct; observations
+    # applied, left for review, and groups the LLM was asked about (consolidation/observations.py).
     counts = models.JSONField(default=dict, blank=True)
     # Memories compared (those changed since the watermark), and whether that was all of them.
     compared = models.PositiveIntegerField(default=0)
     full = models.BooleanField(default=False)
     since = models.DateTimeField(null=True, blank=True)
-    # Seconds per stage of the run (read, vectors, pairs, judge, apply).
+    # Seconds per stage of the run (read, vectors, pairs, judge, apply, observe).
     timings = models.JSONField(default=dict, blank=True)
     created_by = models.CharField(max_length=255)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -130,3 +131,42 @@ class ConsolidationAction(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.retired_id} -> {self.survivor_id} ({self.status})"
+
+
+class ConsolidationObservation(models.Model):
+    """A short statement the LLM synthesised from several memories of one end user, citing them
+    (docs/adr/0110-consolidation-observations.md).
+
+    Proposed in the review queue or applied at once, under the capture policy as merges are.
+    Applied, it is ``memory``: a memory of kind ``observation`` linked ``derived_from`` to each
+    cited memory, so when one of them stops being current the observation returns to review
+    (docs/adr/0094-dependent-invalidation.md). ``key`` names the set of cited memories: a set
+    once proposed is never proposed again, whatever became of it."""
+
+    run = models.ForeignKey(ConsolidationRun, on_delete=models.CASCADE, related_name="observations")
+    project = models.ForeignKey("memories.Project", on_delete=models.CASCADE, related_name="+")
+    user_id = models.CharField(max_length=255)
+    content = models.TextField()
+    # The ids of the cited memories, sorted (the edges are written only when it is applied).
+    cited = models.JSONField(default=list)
+    key = models.CharField(max_length=64, unique=True)
+    confidence = models.FloatField()
+    reason = models.TextField(blank=True, default="")
+    status = models.CharField(max_length=20, choices=ActionStatus.choices, default=ActionStatus.PROPOSED)
+    memory = models.ForeignKey("memories.Memory", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    decided_by = models.CharField(max_length=255, blank=True, default="")
+    decided_at = models.DateTimeField(null=True, blank=True)
+    note = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["project", "user_id", "created_at"],
+                name="consolidation_observations",
+                condition=Q(status="proposed"),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"observation of {self.user_id} citing {len(self.cited)} ({self.status})"

@@ -11,8 +11,15 @@ from django.db.models import Min, Q, QuerySet
 from django.db.models.functions import Now
 
 from common.errors import NotFound
-from consolidation.models import ActionStatus, ConsolidationAction, ConsolidationRun, ConsolidationState, RunStatus
-from memories.models import EmbeddingStatus, Memory, Project, Status
+from consolidation.models import (
+    ActionStatus,
+    ConsolidationAction,
+    ConsolidationObservation,
+    ConsolidationRun,
+    ConsolidationState,
+    RunStatus,
+)
+from memories.models import EmbeddingStatus, Kind, Memory, MemoryEdge, Project, Relationship, Scope, Status
 
 UNFINISHED = (RunStatus.QUEUED, RunStatus.RUNNING)
 
@@ -92,9 +99,11 @@ def decided_pairs(*, pairs: Sequence[str]) -> set[str]:
 
 
 def _active(*, project: Project, user_id: str) -> QuerySet[Memory]:
-    """The end user's own current memories (any scope they wrote), unexpired."""
+    """The end user's own current memories (any scope they wrote), unexpired; observations are
+    not among them: one is kept true through what it cites, never merged with it."""
     unexpired = Q(expires_at__isnull=True) | Q(expires_at__gt=Now())
-    return Memory.objects.filter(project=project, user_id=user_id, status=Status.ACTIVE).filter(unexpired)
+    current = Memory.objects.filter(project=project, user_id=user_id, status=Status.ACTIVE).filter(unexpired)
+    return current.exclude(kind=Kind.OBSERVATION)
 
 
 def active_ids(*, project: Project, user_id: str) -> list[tuple[str, str]]:
@@ -151,3 +160,56 @@ def runs_to_requeue(*, queued_before: datetime, running_before: datetime, limit:
     queued = ConsolidationRun.objects.filter(status=RunStatus.QUEUED, updated_at__lt=queued_before)
     running = ConsolidationRun.objects.filter(status=RunStatus.RUNNING, updated_at__lt=running_before)
     return [str(pk) for pk in (queued | running).order_by("updated_at").values_list("pk", flat=True)[:limit]]
+
+
+# --- observations (docs/adr/0110-consolidation-observations.md) ------------------------------------
+
+# An observation memory in one of these still stands on what it cites (active, or back in review).
+LIVE_OBSERVATION = (Status.ACTIVE, Status.PENDING_REVIEW)
+
+
+def observable_ids(*, project: Project, user_id: str) -> set[str]:
+    """The user's own current memories of user scope an observation may cite: none cited by an
+    observation that still stands, nor by one waiting for review."""
+    mine = _active(project=project, user_id=user_id).filter(scope=Scope.USER)
+    ids = {str(pk) for pk in mine.values_list("pk", flat=True)}
+    cited = MemoryEdge.objects.filter(
+        project=project,
+        relationship=Relationship.DERIVED_FROM,
+        from_memory__user_id=user_id,
+        from_memory__kind=Kind.OBSERVATION,
+        from_memory__status__in=LIVE_OBSERVATION,
+    ).values_list("to_memory_id", flat=True)
+    ids -= {str(pk) for pk in cited}
+    waiting = ConsolidationObservation.objects.filter(project=project, user_id=user_id, status=ActionStatus.PROPOSED)
+    for cites in waiting.values_list("cited", flat=True):
+        ids -= set(cites)
+    return ids
+
+
+def decided_observations(*, keys: Sequence[str]) -> set[str]:
+    """Those of ``keys`` (sets of cited memories) some run has already made an observation of."""
+    return set(ConsolidationObservation.objects.filter(key__in=list(keys)).values_list("key", flat=True))
+
+
+def observation_proposals(*, project: Project, user_id: str = "", limit: int = 100) -> list[ConsolidationObservation]:
+    """Observations waiting for review, oldest first."""
+    queryset = ConsolidationObservation.objects.filter(project=project, status=ActionStatus.PROPOSED)
+    if user_id:
+        queryset = queryset.filter(user_id=user_id)
+    return list(queryset.order_by("created_at", "pk")[:limit])
+
+
+def observation_get(*, project: Project, observation_id: int | str) -> ConsolidationObservation:
+    try:
+        pk = int(observation_id)
+    except (TypeError, ValueError) as error:
+        raise NotFound("consolidation observation not found") from error
+    observation = ConsolidationObservation.objects.filter(project=project, pk=pk).first()
+    if observation is None:
+        raise NotFound("consolidation observation not found")
+    return observation
+
+
+def run_observations(*, run: ConsolidationRun) -> list[ConsolidationObservation]:
+    return list(run.observations.order_by("created_at", "pk"))

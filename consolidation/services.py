@@ -29,7 +29,7 @@ from capture.services import policy_status
 from common.errors import Conflict, DomainError
 from common.locks import advisory_lock
 from common.queue import publish
-from consolidation import llm_judge, rules, selectors, vectors
+from consolidation import llm_judge, observations, rules, selectors, vectors
 from consolidation.models import (
     ActionKind,
     ActionStatus,
@@ -53,7 +53,7 @@ LOCK_NAMESPACE = 4602
 # this far behind its watermark (the pairs it finds again are decided, so nothing repeats).
 WATERMARK_OVERLAP = timedelta(seconds=60)
 MAX_ATTEMPTS = 3
-COUNTS = ("merged", "superseded", "kept", "proposed")
+COUNTS = ("merged", "superseded", "kept", "proposed", *observations.COUNTS)
 
 
 def user_lock(*, project_id: int, user_id: str) -> AbstractContextManager[bool]:
@@ -123,6 +123,9 @@ class Plan:
 
     verdicts: list[Judged] = field(default_factory=list)
     kept: int = 0
+    # The close pairs found and the memories compared: where observations are looked for.
+    found: list[vectors.Candidate] = field(default_factory=list)
+    seeds: list[str] = field(default_factory=list)
     compared: int = 0
     full: bool = False
     watermark: datetime | None = None
@@ -199,6 +202,10 @@ def _consolidate(run: ConsolidationRun) -> None:
     clock = time.perf_counter()
     counts = apply_plan(run, plan)
     plan.timings["apply"] = round(time.perf_counter() - clock, 4)
+    clock = time.perf_counter()
+    retiring = {str(judged.retired.pk) for judged in plan.verdicts}
+    counts |= observations.observe(run, found=plan.found, seeds=plan.seeds, retired=retiring)
+    plan.timings["observe"] = round(time.perf_counter() - clock, 4)
     run.counts, run.compared, run.full, run.since = counts, plan.compared, plan.full, since
     run.timings = plan.timings
     with transaction.atomic(durable=True):
@@ -240,6 +247,7 @@ def plan_run(*, project: Project, user_id: str, since: datetime | None, now: dat
         mine = [memory_id for memory_id in ids if memory_id in changed_set]
         found += vectors.candidates(group, current=ids, changed=mine, floor=rules.CANDIDATE_MIN_COSINE)
     plan.timings["pairs"] = round(time.perf_counter() - clock, 4)
+    plan.found, plan.seeds = found, [memory_id for memory_id in changed if memory_id in group.rows]
     clock = time.perf_counter()
     plan.verdicts, plan.kept = judge_pairs(found)
     plan.timings["judge"] = round(time.perf_counter() - clock, 4)

@@ -125,6 +125,9 @@ class Kind(models.TextChoices):
     PREFERENCE = "preference"
     DECISION = "decision"
     NOTE = "note"
+    # A short statement consolidation synthesised from several of the user's memories, linked
+    # ``derived_from`` each one it cites (docs/adr/0110-consolidation-observations.md).
+    OBSERVATION = "observation"
 
 
 class Status(models.TextChoices):

@@ -9,7 +9,7 @@ from ninja import Schema
 from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 UserId = Annotated[str, StringConstraints(min_length=1, max_length=255)]
-KindName = Literal["fact", "preference", "decision", "note"]
+KindName = Literal["fact", "preference", "decision", "note", "observation"]
 ScopeName = Literal["user", "project"]
 StatusName = Literal["active", "pending_review", "superseded", "archived", "deleted"]
 RelationshipName = Literal["related", "refines", "contradicts", "supersedes", "derived_from", "depends_on"]

@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from common.errors import Conflict
-from consolidation import services
+from consolidation import observations, services
 from consolidation.models import ActionStatus, ConsolidationAction, ConsolidationRun, ConsolidationState
 from memories import selectors as memory_selectors
 from memories.models import CapturePolicy, Memory, MemoryEdge, MemoryRevision, Project, Relationship, Status
@@ -102,7 +102,9 @@ def test_a_review_project_gets_proposals_and_nothing_changes_until_approval(proj
     memories = [remember(project, text) for text in (*DOG, BLACK, RUFF)]
     before = history(*memories)
     run = consolidate(project)
-    assert run.counts == {"merged": 0, "superseded": 0, "proposed": 2, "kept": run.counts["kept"]}
+    # No LLM configured: no observation either (tests/consolidation/test_observations.py).
+    nothing_observed = dict.fromkeys(observations.COUNTS, 0)
+    assert run.counts == {"merged": 0, "superseded": 0, "proposed": 2, "kept": run.counts["kept"], **nothing_observed}
     assert history(*memories) == before
     proposals = list(ConsolidationAction.objects.filter(run=run).order_by("kind"))
     assert [(p.kind, p.status) for p in proposals] == [("merge", "proposed"), ("supersede", "proposed")]

@@ -19,6 +19,11 @@ Datasets:
   start of it of 3+ letters, "Mel" for Melanie); naming both or neither, it goes to both and the
   two answers are merged by score.
 
+Maintenance: ``--consolidate`` asks every question once after capture, consolidates every user
+through ``POST /api/v1/users/{id}/consolidate`` (the worker runs them), then asks them again; the
+report gains ``maintenance``: duplicates per 100 memories and stale-value-ranked-first before and
+after (``evaluation/maintenance.py`` defines a duplicate), and the runs' counts.
+
 Extractor: whatever this environment configures (the rules without an LLM); ``--llm-url`` and
 ``--llm-model`` point the worker (only the worker: retrieval stays as it is) at an
 OpenAI-compatible endpoint.
@@ -44,11 +49,23 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from evaluation import machine
+from evaluation import machine, maintenance
 from evaluation.harness import Service
 from evaluation.natural import NATURAL_PATH
 from evaluation.peer_pipeline import MEM0_DEFAULT_THRESHOLD, peer_jobs, peer_results, run_driver
-from evaluation.pipeline import Plan, ask_all, capture_all, details, locomo_plan, natural_plan, summarize, table
+from evaluation.pipeline import (
+    JobRecord,
+    Plan,
+    aggregate,
+    ask_all,
+    capture_all,
+    details,
+    locomo_plan,
+    natural_plan,
+    score_question,
+    summarize,
+    table,
+)
 from memories import services
 from memories.models import EmbeddingStatus, Memory
 
@@ -91,6 +108,12 @@ class Command(BaseCommand):
             "--shared-project",
             action="store_true",
             help="everyone in one project (default: a project per person or conversation); shows project-scope leaks",
+        )
+        parser.add_argument(
+            "--consolidate",
+            action="store_true",
+            help="after capture, ask the questions, consolidate every user through the API, then ask again: "
+            "duplicates per 100 memories and stale-first before and after (evaluation/maintenance.py)",
         )
         parser.add_argument("--min-score", type=float, help="send this min_score (default: the service's own cut)")
         parser.add_argument("--threads", type=int, default=2, help="concurrent retrieve clients")
@@ -169,6 +192,9 @@ class Command(BaseCommand):
             extra["embeddings_wait_seconds"] = _wait_for_embeddings(project_ids)
             extractors = {j.extractor for j in jobs if j.extractor}
             extra["extractor"] = ",".join(sorted(extractors)) or None
+            before: dict[str, Any] = {}
+            if options["consolidate"]:
+                before = self._consolidate(service, keys, plan, jobs, project_ids, options)
             log(f"asking {len(plan.questions)} questions")
             asked = time.monotonic()
             results = ask_all(
@@ -177,7 +203,13 @@ class Command(BaseCommand):
             extra["retrieve_wall_seconds"] = round(time.monotonic() - asked, 1)
         extra["wall_seconds"] = round(time.monotonic() - started, 1)
         report = summarize(plan, jobs, results, extra=extra)
-        self.stdout.write(table(report))
+        text = table(report)
+        if before:
+            stale_first = (before["overall_before"]["stale_first"], report["overall"]["stale_first"])
+            report["maintenance"] = {**maintenance.report(stale_first=stale_first, **before["figures"])}
+            report["maintenance"]["overall_before"] = before["overall_before"]
+            text += "\n" + "\n".join(maintenance.lines(report["maintenance"]))
+        self.stdout.write(text)
         line = json.dumps(report)
         if options["details"]:
             with open(options["details"], "w", encoding="utf-8") as handle:
@@ -185,6 +217,26 @@ class Command(BaseCommand):
         if options["out"]:
             Path(options["out"]).write_text(line + "\n")
         self.stdout.write(line)
+
+    def _consolidate(
+        self,
+        service: Service,
+        keys: dict[str, str],
+        plan: Plan,
+        jobs: list[JobRecord],
+        project_ids: list[int],
+        options: dict[str, Any],
+    ) -> dict[str, Any]:
+        """The questions asked once before consolidation (their scores), every user consolidated
+        through the API, and the duplicates before and after."""
+        log = self.stderr.write
+        log(f"asking {len(plan.questions)} questions before consolidation")
+        results = ask_all(service.call, keys, plan, jobs, threads=options["threads"], min_score=options["min_score"])
+        duplicates_before = maintenance.duplicates(project_ids)
+        log(f"consolidating {len(plan.captures)} users")
+        runs = maintenance.consolidate_all(service.call, keys, sorted(plan.captures), log=log)
+        figures = {"before": duplicates_before, "after": maintenance.duplicates(project_ids), "consolidation": runs}
+        return {"figures": figures, "overall_before": aggregate([score_question(r) for r in results])}
 
     def _peer(self, plan: Plan, options: dict[str, Any]) -> None:
         if not Path(options["peer_python"]).is_file():
