@@ -90,8 +90,8 @@ def retrieve(*, project: Project, request: RetrieveRequest, trace: Trace | None 
 def _open(
     project: Project, request: RetrieveRequest, key: str | None, conversation: tuple[str, str, str]
 ) -> cache.Opening:
-    """What Redis holds for this retrieve, in one round trip (``cache.open_turn``): the turn's cached
-    answer, else the rate limit counted and the query texts' cached vectors."""
+    """What Redis holds for this retrieve (``cache.open_turn``): the turn's cached answer, else the
+    rate limit counted and the query texts' cached vectors."""
     keys: list[str] = []
     if conversation[0].strip():
         try:

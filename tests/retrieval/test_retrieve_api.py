@@ -275,13 +275,12 @@ def test_the_query_memory_tool_says_it_was_rate_limited(api, alice_memories):
     }
 
 
-def test_before_it_searches_a_retrieve_asks_redis_once(api, alice_memories, monkeypatch):
-    """The turn's entry, the rate limit and the query's cached vector in one round trip; then the turn's
-    answer is stored with the new vector, in one pipeline."""
+def test_before_it_searches_a_retrieve_asks_redis_twice_and_for_a_cached_turn_once(api, alice_memories, monkeypatch):
+    """The turn's entry and the query's cached vectors in one round trip, the rate limit counted in a
+    second; a cached turn is answered after the first (and not counted)."""
     Project.objects.filter(pk=api.project.pk).update(retrieval_rate_limit=100)
-    retrieve(api, query="green tea", turn_id="turn-warm")  # the server knows the script from here on
     sent: list[str] = []
-    execute = redis.Redis.execute_command
+    execute, run_pipeline = redis.Redis.execute_command, redis.client.Pipeline.execute
     here = threading.get_ident()
 
     def recorded(self, *args, **options):
@@ -289,13 +288,19 @@ def test_before_it_searches_a_retrieve_asks_redis_once(api, alice_memories, monk
             sent.append(str(args[0]).upper())
         return execute(self, *args, **options)
 
+    def recorded_pipeline(self, *args, **options):
+        if threading.get_ident() == here:
+            sent.append("+".join(str(command[0][0]).upper() for command in self.command_stack))
+        return run_pipeline(self, *args, **options)
+
     monkeypatch.setattr(redis.Redis, "execute_command", recorded)
+    monkeypatch.setattr(redis.client.Pipeline, "execute", recorded_pipeline)
     result = retrieve(api, query="What does Alice drink?", turn_id="turn-once")
-    assert sent == ["EVALSHA", "SET"]
+    assert sent[:2] == ["GET+MGET", "SET+INCRBY+TTL"]
     assert result["memories"][0]["content"] == "Alice's favourite drink is green tea."
     sent.clear()
     assert retrieve(api, query="What does Alice drink?", turn_id="turn-once")["cached"] is True
-    assert sent == ["EVALSHA"]
+    assert sent == ["GET+MGET"]
 
 
 def test_a_query_vector_cached_earlier_is_not_embedded_again(api, alice_memories, monkeypatch):
@@ -343,15 +348,7 @@ def test_a_redis_that_runs_no_scripts_still_caches_turns_and_limits(api, alice_m
         assert retrieve(api, query="green tea", turn_id="turn-plain")["cached"] is True  # not counted
         assert retrieve(api, query="peanuts")["degraded"] == []  # 2 of 2
         rate_limited(api, query="tabs")
-        sent: list[str] = []
-        execute = redis.Redis.execute_command
-        monkeypatch.setattr(
-            redis.Redis,
-            "execute_command",
-            lambda self, *args, **kw: sent.append(str(args[0])) or execute(self, *args, **kw),
-        )
         assert retrieve(api, query="green tea", turn_id="turn-plain")["cached"] is True
-        assert "EVALSHA" not in sent  # the refusal is remembered: no refused script first each time
     finally:
         admin.acl_deluser(name)
 
