@@ -17,10 +17,9 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
-from common import deferred
 from common.errors import RateLimited
 from memories.models import Memory, Project, Status
 from memories.selectors import older_versions
@@ -82,8 +81,8 @@ def retrieve(*, project: Project, request: RetrieveRequest, trace: Trace | None 
         trace.degraded.append("database")
         result = RetrieveResult()
     if key and "database" not in trace.degraded:
-        # Before the answer, not on the deferred writer: the same turn_id asked again at once must
-        # find it (docs/api.md: no new LLM or embedding call).
+        # Before the answer: the same turn_id asked again at once must find it (docs/api.md: no
+        # new LLM or embedding call).
         cache.put(key, result.cache_entry())
     return _finish(project, request, trace, result, started)
 
@@ -91,8 +90,8 @@ def retrieve(*, project: Project, request: RetrieveRequest, trace: Trace | None 
 def _open(
     project: Project, request: RetrieveRequest, key: str | None, conversation: tuple[str, str, str]
 ) -> cache.Opening:
-    """What Redis holds for this retrieve, in one round trip (``cache.open_turn``): the turn's cached
-    answer, else the rate limit counted and the query texts' cached vectors."""
+    """What Redis holds for this retrieve (``cache.open_turn``): the turn's cached answer, else the
+    rate limit counted and the query texts' cached vectors."""
     keys: list[str] = []
     if conversation[0].strip():
         try:
@@ -458,8 +457,12 @@ def _finish(
 
 
 def _log(project: Project, request: RetrieveRequest, trace: Trace, result: RetrieveResult) -> None:
-    """One RetrievalLog row (a hash of the query, never its text), inserted by the deferred writer
-    with the other rows queued meanwhile: the caller does not wait for it (``common/deferred.py``)."""
+    """One RetrievalLog row (a hash of the query, never its text).
+
+    On its own transaction the row commits without waiting for its WAL flush
+    (``synchronous_commit = off``): a log row lost in a crash costs nothing, and the answer does not
+    wait for the disk. Inside a caller's transaction it is an ordinary insert, so that the
+    caller's own commit keeps its durability."""
     if "database" in trace.degraded:
         return
     entry = RetrievalLog(
@@ -475,4 +478,12 @@ def _log(project: Project, request: RetrieveRequest, trace: Trace, result: Retri
         timings=dict(trace.timings),
         cached=result.cached,
     )
-    deferred.defer_insert(entry)
+    own_transaction = not connection.in_atomic_block
+    try:
+        with transaction.atomic():  # a savepoint inside the caller's: a failed insert leaves it usable
+            if own_transaction:
+                with connection.cursor() as cursor:
+                    cursor.execute("SET LOCAL synchronous_commit = off")
+            entry.save(force_insert=True)
+    except DatabaseError:
+        log.warning("retrieval log row not written", exc_info=True)

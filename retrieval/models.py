@@ -20,8 +20,6 @@ class RetrievalLog(models.Model):
     degraded = models.JSONField(default=list, blank=True)
     timings = models.JSONField(default=dict, blank=True)
     cached = models.BooleanField(default=False)
-    # When the retrieval happened: set as the row is made, not when the deferred writer inserts it
-    # (up to common.deferred.LINGER_S later, with the other rows of its batch).
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -82,15 +82,13 @@ def embed_queries(
     """Query and hypotheses in one batch; None (full text only) when the embedder fails.
 
     Query vectors are cached per project: with one cache for everybody, the embed time in
-    ``timings_ms`` told a tenant whether another tenant had stored or asked the same text. New
-    vectors go into the cache after the answer (``store_later``). ``looked_up``: the first texts'
-    cached vectors as :func:`retrieve` read them with the turn's entry (``embed_texts``).
+    ``timings_ms`` told a tenant whether another tenant had stored or asked the same text.
+    ``looked_up``: the first texts' cached vectors as :func:`retrieve` read them with the turn's
+    entry (``embed_texts``).
     """
     started = time.perf_counter()
     try:
-        vectors = embed_texts(
-            list(texts), embedder=query_embedder(model, project_id), store_later=True, looked_up=looked_up
-        )
+        vectors = embed_texts(list(texts), embedder=query_embedder(model, project_id), looked_up=looked_up)
     except EmbedderError as error:
         log.warning("query embedding failed: %s", error)
         trace.degraded.append("embedder_unavailable")

@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 import redis
 
-from common import deferred
 from common.redis import redis_client
 from retrieval.embedders import INT8_ROUTE, Embedder, Vectors
 
@@ -60,13 +59,11 @@ def embed_texts(
     texts: Sequence[str],
     *,
     embedder: Embedder,
-    store_later: bool = False,
     looked_up: Sequence[bytes | None] = (),
 ) -> Vectors:
     """Embed ``texts`` with a Redis cache by (model, text hash): a text is embedded once.
 
-    ``store_later`` caches the new vectors on the deferred writer (``common/deferred.py``), not
-    before returning: a query's caller waits for its vector, not for the cache. ``looked_up``: what
+    ``looked_up``: what
     the caller already read from the cache for the first texts (by ``cache_key``; None: not
     cached), so that only the others are asked for. Raises EmbedderError when the embedder fails; a
     cache outage only costs speed.
@@ -89,11 +86,7 @@ def embed_texts(
             result[i] = np.frombuffer(raw, dtype=np.float32)
     if fresh is not None:
         result[missing] = fresh
-        new_keys = [keys[i] for i in missing]
-        if store_later:
-            deferred.defer(lambda: _cache_store(new_keys, fresh), database=False)
-        else:
-            _cache_store(new_keys, fresh)
+        _cache_store([keys[i] for i in missing], fresh)
     return result
 
 

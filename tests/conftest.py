@@ -132,15 +132,6 @@ def clean_redis(request: pytest.FixtureRequest) -> None:
 
 
 @pytest.fixture(autouse=True)
-def drain_deferred_writes() -> Iterator[None]:
-    """Deferred writes (the retrieval log) land within their test, and leave no connection open."""
-    yield
-    from common import deferred
-
-    assert deferred.flush(30, close=True), "deferred writes still running 30 s after the test"
-
-
-@pytest.fixture(autouse=True)
 def finish_vector_reads() -> Iterator[None]:
     """Whole reads of a user's vectors (``retrieval.resident_vectors``'s loader thread, which a search
     outside a transaction starts) end within their test: one still reading when a transactional

@@ -4,7 +4,6 @@ ones its statements see, whatever wrote them (the generations Postgres keeps, mi
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
@@ -97,12 +96,8 @@ def test_a_search_picks_from_vectors_as_new_as_its_statements_see(api):
     assert found and found[0].memory_id == str(shared.pk) and found[0].vector_rank == 1
 
 
-@pytest.mark.parametrize("codes_from_rows", [resident_vectors.CODES_MIN_ROWS, 1], ids=["float32", "with-int8-codes"])
-def test_a_held_group_reads_again_only_the_vectors_of_its_recent_memories(api, monkeypatch, codes_from_rows):
+def test_a_held_group_reads_again_only_the_vectors_of_its_recent_memories(api):
     from retrieval.memory_vectors import store_vectors
-
-    # With codes, a refresh quantises only the new and rewritten rows (assert_holds_the_whole_group).
-    monkeypatch.setattr(resident_vectors, "CODES_MIN_ROWS", codes_from_rows)
 
     memories = stored(api.project, "alice", varied_memories(30, seed=24))
     search(api.project, "alice", "Who plays the violin?")  # the process now holds alice's group
@@ -138,13 +133,6 @@ def assert_holds_the_whole_group(project: Any, model: str, owner: str, *, rows: 
     assert sorted(held.ids) == sorted(whole.ids) and len(held.ids) == rows
     assert all(held.rows[memory_id] == row for row, memory_id in enumerate(held.ids))
     assert np.array_equal(held.vectors, whole.vectors[[whole.rows[memory_id] for memory_id in held.ids]])
-    # The int8 codes, carried over from the older copy where rows did not change, are the held
-    # vectors' own (as quantising them whole would give).
-    whole_codes = resident_vectors.Codes.of(held.vectors)
-    assert (held.int8 is None) == (whole_codes is None)
-    if held.int8 is not None and whole_codes is not None:
-        for name in ("values", "scale", "l1"):
-            assert np.array_equal(getattr(held.int8, name), getattr(whole_codes, name))
 
 
 def test_a_holder_older_than_the_recent_ids_reads_the_whole_group(api):
@@ -257,87 +245,15 @@ def test_the_pick_leaves_out_the_callers_own_shared_rows_and_puts_vectors_withou
     assert two.ords == [1, 1, 2, 2] and two.ids == ["o2", "s-alice", "o1", "s-alice"]
 
 
-def clustered_unit_vectors(rows: int, dim: int, seed: int) -> np.ndarray:
-    """Unit vectors in tight clusters (near neighbours a few thousandths apart), as memories on
-    one topic are: the int8 scores cannot tell them apart, the float32 pass must."""
-    rng = np.random.default_rng(seed)
-    centres = rng.standard_normal((rows // 50, dim))
-    vectors = centres[rng.integers(len(centres), size=rows)] + 0.05 * rng.standard_normal((rows, dim))
-    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
-
-
-def test_the_int8_first_pass_picks_exactly_the_float32_nearest():
-    dim, fetch = 384, 60
-    own_vectors = clustered_unit_vectors(resident_vectors.CODES_MIN_ROWS + 500, dim, seed=31)
-    shared_vectors = clustered_unit_vectors(resident_vectors.CODES_MIN_ROWS, dim, seed=32)
-    users = [("alice", "bob", "carol")[n % 3] for n in range(len(shared_vectors))]
-    own = resident_vectors.Group.of(1, [f"o{n}" for n in range(len(own_vectors))], own_vectors, None)
-    shared = resident_vectors.Group.of(2, [f"s{n}" for n in range(len(shared_vectors))], shared_vectors, users)
-    assert own.int8 is not None and shared.int8 is not None
-    assert own.nbytes > own_vectors.nbytes + own.int8.values.nbytes
-    float32_only = [dataclasses.replace(group, int8=None) for group in (own, shared)]
-    rng = np.random.default_rng(33)
-    for n in range(40):
-        # Near a stored row (its cluster's neighbours are all close), or anywhere; one or two vectors.
-        near = own_vectors[rng.integers(len(own_vectors))] + 0.01 * rng.standard_normal(dim)
-        queries = np.stack([near, rng.standard_normal(dim)])[: 1 + n % 2].astype(np.float32)
-        picked = resident_vectors.pick(own, shared, user_id="alice", queries=queries, fetch=fetch)
-        exact = resident_vectors.pick(*float32_only, user_id="alice", queries=queries, fetch=fetch)
-        assert picked.ords == exact.ords
-        for ord_ in set(exact.ords):
-            rows = [i for i, o in enumerate(exact.ords) if o == ord_]
-            assert {picked.ids[i] for i in rows} == {exact.ids[i] for i in rows}
-        assert np.allclose(picked.distances, exact.distances, atol=1e-6)
-        assert not any(memory_id in {f"s{i}" for i in range(0, len(users), 3)} for memory_id in picked.ids)
-
-
-def test_packed_codes_give_the_products_the_unpacked_ones_give():
-    codes = resident_vectors.Codes.of(clustered_unit_vectors(resident_vectors.CODES_MIN_ROWS + 7, 384, seed=35))
-    assert codes is not None
-    signed = (codes.values ^ np.uint8(0x80)).view(np.int8).astype(np.int64)
-    rng = np.random.default_rng(36)
-    queries = [rng.integers(-127, 128, size=(n, 384)).astype(np.int8) for n in (1, 2, 3)]
-    queries.append(np.full((1, 384), 127, dtype=np.int8))  # the largest products there are
-    unpacked = [codes.products(q) for q in queries]
-    codes.pack()
-    assert codes.packed.session is not None
-    for q, before in zip(queries, unpacked, strict=True):
-        exact = signed @ q.astype(np.int64).T
-        assert np.array_equal(before, exact)
-        assert np.array_equal(codes.products(q), exact)
-
-
-def test_a_groups_codes_are_packed_off_the_request_path_after_a_few_picks(monkeypatch):
-    vectors = clustered_unit_vectors(resident_vectors.CODES_MIN_ROWS, 384, seed=37)
-    own = resident_vectors.Group.of(1, [f"o{n}" for n in range(len(vectors))], vectors, None)
-    empty = resident_vectors.Group.of(2, [], np.zeros((0, 384), dtype=np.float32), [])
-    assert own.int8 is not None
-    loader = resident_vectors.process_loader()
-    asked: list[resident_vectors.Codes] = []
-    monkeypatch.setattr(loader, "pack", asked.append)  # what the picks hand the loader, not done yet
-
-    def pick() -> resident_vectors.Picked:
-        return resident_vectors.pick(own, empty, user_id="alice", queries=vectors[:2] + 0.01, fetch=20)
-
-    before = [pick() for _ in range(resident_vectors.PACK_AFTER_PICKS - 1)]
-    assert asked == []
-    before += [pick() for _ in range(3)]
-    # Asked once, at the PACK_AFTER_PICKS-th pick; the pick itself packed nothing.
-    assert len(asked) == 1 and asked[0] is own.int8 and own.int8.packed.session is None
-    monkeypatch.undo()
-    loader.pack(own.int8)  # the loader thread packs it
-    loader.wait()
-    assert own.int8.packed.session is not None
-    assert all(picked == before[0] for picked in [*before, pick()])  # the same rows and distances either way
-
-
-def test_a_group_with_a_vector_without_direction_has_no_int8_codes():
-    vectors = clustered_unit_vectors(resident_vectors.CODES_MIN_ROWS, 16, seed=34)
+def test_a_vector_without_direction_is_picked_after_every_other():
+    rng = np.random.default_rng(34)
+    vectors = rng.standard_normal((50, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     vectors[7] = np.nan  # a zero vector, as loaded
     group = resident_vectors.Group.of(1, [str(n) for n in range(len(vectors))], vectors, None)
-    assert group.int8 is None
-    picked = resident_vectors.pick(group, group, user_id="x", queries=vectors[:1], fetch=5)
-    assert picked.ids[0] == "0"
+    empty = resident_vectors.Group.of(2, [], np.zeros((0, 16), dtype=np.float32), [])
+    picked = resident_vectors.pick(group, empty, user_id="x", queries=vectors[:1], fetch=50)
+    assert picked.ids[0] == "0" and picked.ids[-1] == "7" and np.isnan(picked.distances[-1])
 
 
 def test_the_candidates_cosines_come_from_either_group_as_postgres_would_give_them():

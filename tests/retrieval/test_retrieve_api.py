@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 from ninja import schema as ninja_schema
 from pydantic import ValidationError
 
-from common import deferred
 from memories import services
 from memories.models import Memory, Project
 from retrieval import embedders, engine, graph
@@ -179,8 +178,7 @@ def test_a_cached_turn_has_the_same_body_as_the_first_answer(api, alice_memories
 
 @pytest.mark.django_db(transaction=True)
 def test_a_turn_asked_again_at_once_is_cached_outside_a_transaction_too(api, alice_memories):
-    # As a server runs it (no enclosing transaction, deferred writes on their thread): the entry is
-    # in Redis before the first answer returns, not up to a batch window later.
+    # As a server runs it (no enclosing transaction): the entry is in Redis before the first answer returns.
     retrieve(api, query="What does Alice drink?", turn_id="turn-again", min_score=0)
     assert retrieve(api, query="What does Alice drink?", turn_id="turn-again", min_score=0)["cached"] is True
 
@@ -277,13 +275,12 @@ def test_the_query_memory_tool_says_it_was_rate_limited(api, alice_memories):
     }
 
 
-def test_before_it_searches_a_retrieve_asks_redis_once(api, alice_memories, monkeypatch):
-    """The turn's entry, the rate limit and the query's cached vector in one round trip; then the turn's
-    answer is stored (the new vector is cached later, on the deferred writer's thread)."""
+def test_before_it_searches_a_retrieve_asks_redis_twice_and_for_a_cached_turn_once(api, alice_memories, monkeypatch):
+    """The turn's entry and the query's cached vectors in one round trip, the rate limit counted in a
+    second; a cached turn is answered after the first (and not counted)."""
     Project.objects.filter(pk=api.project.pk).update(retrieval_rate_limit=100)
-    retrieve(api, query="green tea", turn_id="turn-warm")  # the server knows the script from here on
     sent: list[str] = []
-    execute = redis.Redis.execute_command
+    execute, run_pipeline = redis.Redis.execute_command, redis.client.Pipeline.execute
     here = threading.get_ident()
 
     def recorded(self, *args, **options):
@@ -291,18 +288,23 @@ def test_before_it_searches_a_retrieve_asks_redis_once(api, alice_memories, monk
             sent.append(str(args[0]).upper())
         return execute(self, *args, **options)
 
+    def recorded_pipeline(self, *args, **options):
+        if threading.get_ident() == here:
+            sent.append("+".join(str(command[0][0]).upper() for command in self.command_stack))
+        return run_pipeline(self, *args, **options)
+
     monkeypatch.setattr(redis.Redis, "execute_command", recorded)
+    monkeypatch.setattr(redis.client.Pipeline, "execute", recorded_pipeline)
     result = retrieve(api, query="What does Alice drink?", turn_id="turn-once")
-    assert sent == ["EVALSHA", "SET"]
+    assert sent[:2] == ["GET+MGET", "SET+INCRBY+TTL"]
     assert result["memories"][0]["content"] == "Alice's favourite drink is green tea."
     sent.clear()
     assert retrieve(api, query="What does Alice drink?", turn_id="turn-once")["cached"] is True
-    assert sent == ["EVALSHA"]
+    assert sent == ["GET+MGET"]
 
 
 def test_a_query_vector_cached_earlier_is_not_embedded_again(api, alice_memories, monkeypatch):
     retrieve(api, query="What does Alice drink?")
-    deferred.flush()  # the query's vector is in the cache
     embedded: list[str] = []
     embed = embedders.LocalEmbedder.embed
     monkeypatch.setattr(
@@ -346,15 +348,7 @@ def test_a_redis_that_runs_no_scripts_still_caches_turns_and_limits(api, alice_m
         assert retrieve(api, query="green tea", turn_id="turn-plain")["cached"] is True  # not counted
         assert retrieve(api, query="peanuts")["degraded"] == []  # 2 of 2
         rate_limited(api, query="tabs")
-        sent: list[str] = []
-        execute = redis.Redis.execute_command
-        monkeypatch.setattr(
-            redis.Redis,
-            "execute_command",
-            lambda self, *args, **kw: sent.append(str(args[0])) or execute(self, *args, **kw),
-        )
         assert retrieve(api, query="green tea", turn_id="turn-plain")["cached"] is True
-        assert "EVALSHA" not in sent  # the refusal is remembered: no refused script first each time
     finally:
         admin.acl_deluser(name)
 
@@ -491,8 +485,11 @@ def test_the_add_memory_tool_answers_the_stored_row_like_post_memories(api):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_log_is_written_after_the_answer_not_before(project):
-    """Outside a transaction the caller does not wait for the log row: the deferred writer writes it."""
+def test_the_log_row_is_committed_with_the_answer_and_the_session_keeps_durable_commits(project):
+    """Outside a transaction the log row commits on its own, without waiting for its WAL flush; the
+    setting is the row's transaction's alone, never the connection's."""
+    from django.db import connection
+
     Project.objects.filter(pk=project.pk).update(retrieval_rate_limit=0)
     project.refresh_from_db()
     services.memory_create(
@@ -501,15 +498,13 @@ def test_the_log_is_written_after_the_answer_not_before(project):
         actor="test",
         embed_inline=True,
     )
-    writer_busy = threading.Event()
-    deferred.defer(lambda: writer_busy.wait(10))  # the writer is held up ...
     result = engine.retrieve(project=project, request=RetrieveRequest(user_id="alice", query="green tea"))
     assert [hit.memory.content for hit in result.memories] == ["Alice's favourite drink is green tea."]
-    assert not RetrievalLog.objects.filter(correlation_id=result.correlation_id).exists()  # ... and the answer came
-    writer_busy.set()
-    assert deferred.flush(10)
     entry = RetrievalLog.objects.get(correlation_id=result.correlation_id)
     assert (entry.user_id, entry.result_count) == ("alice", 1)
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone()[0] == "on"
 
 
 def test_the_answers_memories_are_validated_without_ninjas_orm_getter(api, alice_memories, monkeypatch):

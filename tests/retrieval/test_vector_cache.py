@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import threading
 import uuid
 
 import numpy as np
 import pytest
 
-from common import deferred
 from common.redis import redis_client
 from retrieval.embedders import INT8_ROUTE, LOCAL_MODEL_NAME, LocalEmbedder
 from retrieval.vector_cache import cache_key, cache_names, embed_texts, forget_cached, project_cache_name
@@ -31,22 +29,6 @@ def test_each_route_of_the_local_model_caches_its_own_vectors() -> None:
     assert redis_client().exists(*keys) == 2
     np.testing.assert_array_equal(embed_texts([text], embedder=int8), second)  # now from the cache
     redis_client().delete(*keys)
-
-
-def test_a_query_vector_is_cached_after_it_is_returned() -> None:
-    text = f"Cached once the caller has its vector ({uuid.uuid4().hex})."
-    embedder = LocalEmbedder()
-    key = cache_key(embedder.cache_name, text)
-    writer_busy = threading.Event()
-    deferred.defer(lambda: writer_busy.wait(10))  # the deferred writer is held up ...
-
-    vector = embed_texts([text], embedder=embedder, store_later=True)
-
-    assert not redis_client().exists(key)  # ... and the vector came back without waiting for the cache
-    writer_busy.set()
-    assert deferred.flush(10)
-    assert redis_client().get(key) == vector[0].tobytes()
-    redis_client().delete(key)
 
 
 def test_forgetting_a_projects_query_vectors_keeps_every_other_cached_vector() -> None:

@@ -310,7 +310,7 @@ def first_calls(port: int, key: str, *, calls: int = 8) -> list[float]:
 
 
 # Per connection, each user asked ten times: the worker that holds the connection reads its copy of
-# every user's vectors and lays out their int8 codes (at a group's tenth pick) before the clock starts.
+# every user's vectors before the clock starts.
 WARM_UP_REQUESTS = 4 * USERS * 10
 
 
