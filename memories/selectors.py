@@ -39,6 +39,13 @@ def visible_q(*, user_id: str, prefix: str = "") -> Q:
     return Q(**{f"{prefix}scope": Scope.PROJECT}) | Q(**{f"{prefix}scope": Scope.USER, f"{prefix}user_id": user_id})
 
 
+def visible_sql(alias: str) -> str:
+    """``visible_q`` in raw SQL, over rows ``alias`` of memories_memory, for the user bound as
+    ``%(user)s``. (Statements that read a user's own rows and other users' shared rows through
+    separate indexes state the two halves themselves.)"""
+    return f"({alias}.scope = '{Scope.PROJECT}' OR ({alias}.scope = '{Scope.USER}' AND {alias}.user_id = %(user)s))"
+
+
 def memories_visible(*, project: Project, user_id: str) -> QuerySet[Memory]:
     """Every memory of ``project`` that ``user_id`` may see (any status but deleted)."""
     return Memory.objects.filter(project=project).filter(visible_q(user_id=user_id)).exclude(status=Status.DELETED)
@@ -253,7 +260,7 @@ SELECT {", ".join(f"m.{field.column}" for field in _BY_ID_FIELDS)},
            SELECT e.id::text || ' ' || e.to_memory_id::text || ' ' || e.relationship
            FROM memories_memoryedge e JOIN memories_memory t ON t.id = e.to_memory_id
            WHERE e.from_memory_id = m.id AND t.status <> 'deleted'
-             AND (t.scope = 'project' OR (t.scope = 'user' AND t.user_id = %(user)s))
+             AND {visible_sql("t")}
            ORDER BY e.id
        ) AS links_out,
        EXISTS (SELECT FROM memories_memoryedge e WHERE e.from_memory_id = m.id AND e.relationship <> 'supersedes')
@@ -261,7 +268,7 @@ SELECT {", ".join(f"m.{field.column}" for field in _BY_ID_FIELDS)},
        AS linked
 FROM memories_memory m
 WHERE m.id = ANY(%(ids)s::uuid[]) AND m.project_id = %(project)s AND m.status <> 'deleted'
-  AND (m.scope = 'project' OR (m.scope = 'user' AND m.user_id = %(user)s))
+  AND {visible_sql("m")}
 """
 _EDGE_FIELDS = ["id", "project_id", "from_memory_id", "to_memory_id", "relationship"]
 

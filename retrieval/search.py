@@ -34,6 +34,7 @@ from django.db import connection, transaction
 from common import prepared
 from memories.fields import vector_literal
 from memories.models import Project
+from memories.selectors import visible_sql
 from retrieval import resident_vectors
 from retrieval.embedders import embedder_for_model
 from retrieval.memory_vectors import active_model
@@ -81,7 +82,7 @@ def _wanted(alias: str) -> str:
 # The memories a caller may see; "m" is memories_memory.
 _VISIBLE = f"""
     m.project_id = %(project)s
-    AND (m.user_id = %(user)s OR m.scope = 'project')
+    AND {visible_sql("m")}
     AND {_wanted("m")}"""
 
 # The same rule on a memory's words' rows ("t"); KEYWORD_SQL's two arms name the owner themselves.
