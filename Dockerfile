@@ -8,7 +8,7 @@ COPY requirements.lock .
 RUN pip install --no-cache-dir -r requirements.lock
 COPY . .
 RUN python manage.py collectstatic --noinput \
-    && python -m retrieval.int8_model \
+    && python -m retrieval.embedding.int8_model \
     && useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin memoryhub
 # The processes run unprivileged; the code and static files stay root-owned, read-only to them.
 USER memoryhub

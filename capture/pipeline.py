@@ -42,10 +42,10 @@ from capture.proposals import ProposedMemory
 from capture.rules import dated, extract_from_window, is_personal
 from conversations.dates import said_on
 from conversations.window import clean_window
-from retrieval.duplicates import NearDuplicateFinder
-from retrieval.embedders import EmbedderError
+from retrieval.embedding.embedders import EmbedderError
 from retrieval.llm import LLMError, complete, llm_configured
-from retrieval.message_vectors import embed_messages
+from retrieval.vectors.duplicates import NearDuplicateFinder
+from retrieval.vectors.message_vectors import embed_messages
 
 log = logging.getLogger(__name__)
 

@@ -34,7 +34,7 @@ from conversations import services as conversation_services
 from conversations.window import clean_window
 from memories.models import CapturePolicy, Memory, Project, Status
 from memories.services import MemoryDraft, memory_create, memory_supersede
-from retrieval.duplicates import NearDuplicateFinder
+from retrieval.vectors.duplicates import NearDuplicateFinder
 
 # The names capture's tasks (``capture/tasks.py``) are registered and published under.
 CAPTURE_JOB_TASK = "capture.tasks.capture_job_task"

@@ -40,7 +40,7 @@ from consolidation.models import (
 )
 from memories import services as memory_services
 from memories.models import Memory, Project, Status
-from retrieval.memory_vectors import active_model
+from retrieval.vectors.memory_vectors import active_model
 
 log = logging.getLogger(__name__)
 

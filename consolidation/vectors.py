@@ -2,7 +2,7 @@
 scope, by the cosine of their vectors under the project's active model.
 
 The user's vectors are read as the retrieval engine reads a vector group
-(``retrieval.resident_vectors``: one statement, unit-length float32), and kept by this process for
+(``retrieval.vectors.resident_vectors``: one statement, unit-length float32), and kept by this process for
 its next run of the same user, brought up to date from the group's recent ids (a worker that
 consolidated a user reads only what changed since; ~4 ms at 10,000 vectors against ~250 ms for the
 whole group). The products are numpy blocks: a full run of 10,000 memories is 10,000 x 10,000
@@ -20,8 +20,8 @@ from django.db import connection
 
 from common.per_process import PerProcess
 from memories.models import Project
-from retrieval import resident_vectors
-from retrieval.resident_vectors import Group
+from retrieval.vectors import resident_vectors
+from retrieval.vectors.resident_vectors import Group
 
 # Nearest memories judged per changed memory (a duplicate or a change of value is among a memory's
 # few nearest; judging more costs time and finds nothing the rules would act on).

@@ -50,7 +50,7 @@ class Message(models.Model):
     # The message before it, as said (cut): "called the arch" answers "which gym do you go to?",
     # so an episode is searched with what it replies to.
     context = models.TextField(blank=True, default="")
-    # Messages are searched as episodes beside memories (``retrieval.episodes``): their words too,
+    # Messages are searched as episodes beside memories (``retrieval.ranking.episodes``): their words too,
     # the context's weighing less.
     search = models.GeneratedField(
         expression=SearchVector("content", config="english", weight="A")

@@ -31,7 +31,7 @@ from memories.models import Project
 from memories.services import validate_metadata
 
 # Hooks other apps register, called after commit with the new messages (retrieval queues
-# them for embedding: ``retrieval.message_vectors.queue_for_embedding``).
+# them for embedding: ``retrieval.vectors.message_vectors.queue_for_embedding``).
 after_messages_stored: list[Callable[[Sequence[Message]], None]] = []
 
 # How much of the message before it a message keeps as its context (``Message.context``).

@@ -27,7 +27,7 @@ from capture.pipeline import Outcome, run_job
 from capture.proposals import KINDS, SCOPES
 from memories.models import DEFAULT_TAXONOMY, Memory, MemoryEdge, Project
 from memories.services import MemoryDraft, memory_create, project_get_or_create
-from retrieval.memory_vectors import embed_memories
+from retrieval.vectors.memory_vectors import embed_memories
 
 SPLITS = ("tune", "heldout")
 EVAL_TEAM = "eval-capture"

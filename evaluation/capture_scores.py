@@ -18,8 +18,8 @@ import numpy as np
 
 from capture.models import JobStatus
 from evaluation.capture import SPLITS, Case, Run
-from retrieval.embedders import LOCAL_MODEL_NAME, embedder_for_model
-from retrieval.vector_cache import embed_texts
+from retrieval.embedding.embedders import LOCAL_MODEL_NAME, embedder_for_model
+from retrieval.embedding.vector_cache import embed_texts
 
 # Checked by hand on 42 labelled pairs (evaluation/data/capture/threshold_pairs.jsonl, docs/adr/0011): at 0.65,
 # 18 of 20 paraphrases match (the 2 others by negation wording) and 4 of 22 different facts do;

@@ -24,8 +24,8 @@ import numpy as np
 
 from consolidation import rules, selectors, vectors
 from memories.models import Memory, Project, Status
-from retrieval.memory_vectors import active_model
-from retrieval.resident_vectors import Group
+from retrieval.vectors.memory_vectors import active_model
+from retrieval.vectors.resident_vectors import Group
 
 Call = Callable[..., tuple[int, Any]]
 DUPLICATE_MIN_COSINE = rules.MERGE_MIN_COSINE

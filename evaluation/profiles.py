@@ -26,7 +26,7 @@ from evaluation.natural import any_alias_in, load_natural
 from memories.models import Memory, Project, Status
 from memories.services import project_get_or_create
 from profiles.services import profile_rebuild
-from retrieval.tokens import count_tokens
+from retrieval.ranking.tokens import count_tokens
 
 EVAL_TEAM = "eval-profiles"
 ACTOR = "system:eval-profiles"

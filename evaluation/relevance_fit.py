@@ -2,7 +2,7 @@
 
 Pure numpy, no Django: ``manage.py fit_relevance`` runs the engine over each set and hands
 the per-case candidates here. A :class:`SetCases` is one labelled set; each case holds the
-features of its candidates (``retrieval.relevance.FEATURE_NAMES``) and which are relevant.
+features of its candidates (``retrieval.ranking.relevance.FEATURE_NAMES``) and which are relevant.
 
 - :func:`fit_weights` fits the logistic weights on the candidates of the training sets, each
   set weighing the same however many candidates it has, every weight non-negative;
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from retrieval.relevance import FEATURE_NAMES, RelevanceModel, select
+from retrieval.ranking.relevance import FEATURE_NAMES, RelevanceModel, select
 
 _Array = npt.NDArray[np.float64]
 

@@ -8,7 +8,7 @@ vectors spends ~0.85 s less CPU, and every query vector the search sends is smal
 (docs/adr/0044-vector-indexes-and-reembedding.md).
 
 Bulk writes go further: ``binary_vectors`` and ``use_binary_vectors`` send vectors in pgvector's
-binary form as server-side parameters (``retrieval.memory_vectors.store_vectors``), with no text at all.
+binary form as server-side parameters (``retrieval.vectors.memory_vectors.store_vectors``), with no text at all.
 """
 
 from __future__ import annotations

@@ -276,7 +276,7 @@ class Embedding(models.Model):
     vector = FloatVectorField()
     # The vector scaled to unit length (the cosine does not change; no value beyond halfvec's range)
     # in half precision, kept by Postgres: the copy the search's exact read scans, half the bytes
-    # (``retrieval.search``; it re-ranks what it picks by ``vector``).
+    # (``retrieval.ranking.search``; it re-ranks what it picks by ``vector``).
     vector_half = models.GeneratedField(
         expression=Cast(Func(F("vector"), function="l2_normalize"), HalfVectorField()),
         output_field=HalfVectorField(),
@@ -291,7 +291,7 @@ class Embedding(models.Model):
             # A user's vectors, in half precision, with their memory ids: the search reads a user's
             # own vectors exactly from this index alone (index-only, no heap row), 10,000 of them in
             # ~7.6 ms against ~12.3 ms with the full vectors in the index and ~14 ms through the
-            # table (``retrieval.search.VECTOR_EXACT_MAX_ROWS``; docs/adr/0025).
+            # table (``retrieval.ranking.search.VECTOR_EXACT_MAX_ROWS``; docs/adr/0025).
             models.Index(
                 fields=["model", "project", "user_id"], include=["memory", "vector_half"], name="embedding_owner_half"
             ),
@@ -313,7 +313,7 @@ class VectorGroup(models.Model):
     holding the group's row, so a group's generations only grow, in the order their writes commit.
     ``recent_ids`` lists every memory whose vector changed (written, rewritten, removed) in the
     generations after ``recent_since`` (NULL: not known, after a large write or a truncate), at most
-    ``RECENT_IDS``. A process holding a group's vectors in memory (``retrieval.resident_vectors``)
+    ``RECENT_IDS``. A process holding a group's vectors in memory (``retrieval.vectors.resident_vectors``)
     reads the generation with the search: the same, its copy is current; a later one, it reads
     again the vectors of the recent ids only, or the whole group when its copy is older than
     ``recent_since``. A group that never had a vector has no row.
@@ -340,7 +340,7 @@ class VectorGroup(models.Model):
 
 class MemoryTerm(models.Model):
     """One word of a memory's full-text vector (``Memory.search``), as the full-text search reads it
-    (``retrieval.search.KEYWORD_SQL``): the memory's visibility copied beside it, and the word's
+    (``retrieval.ranking.search.KEYWORD_SQL``): the memory's visibility copied beside it, and the word's
     share of ``ts_rank`` precomputed.
 
     Postgres keeps it: triggers on ``memories_memory`` (migration ``0017``) write a memory's words

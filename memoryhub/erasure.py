@@ -31,9 +31,9 @@ from memories.models import (
     ScratchpadEntry,
 )
 from profiles.models import Profile
-from retrieval.message_vectors import searched_text
+from retrieval.embedding.vector_cache import cache_key, cache_names
 from retrieval.models import KeywordStats, RetrievalLog
-from retrieval.vector_cache import cache_key, cache_names
+from retrieval.vectors.message_vectors import searched_text
 
 log = logging.getLogger(__name__)
 

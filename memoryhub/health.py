@@ -41,7 +41,7 @@ def broker_status() -> str:
 
 
 def embedder_status() -> str:
-    from retrieval.embedders import embedder_health
+    from retrieval.embedding.embedders import embedder_health
 
     return embedder_health()
 

@@ -278,14 +278,14 @@ MEMORYHUB_HYDE_MODEL = (
 )
 
 # --- Retrieval ------------------------------------------------------------------------
-# Relevance cut (retrieval/relevance.py): unset means the fitted model's own min_score and margin.
+# Relevance cut (retrieval/ranking/relevance.py): unset means the fitted model's own min_score and margin.
 MEMORYHUB_MIN_SCORE = env.optional_number(
     "MEMORYHUB_MIN_SCORE", "relevance cut of `POST /retrieve` (a request's `min_score` replaces it)", shown="fitted"
 )
 MEMORYHUB_RELEVANCE_MARGIN = env.optional_number(
     "MEMORYHUB_RELEVANCE_MARGIN", "keep answers within this much of the best one's relevance", shown="fitted"
 )
-# Episodes (retrieval/episodes.py) have their own absolute cut: a message is noisier than a
+# Episodes (retrieval/ranking/episodes.py) have their own absolute cut: a message is noisier than a
 # memory, and its scores run lower (chosen on the natural set's dev people; docs/adr/0080).
 MEMORYHUB_EPISODE_MIN_SCORE = env.number(
     "MEMORYHUB_EPISODE_MIN_SCORE", 0.06, "relevance cut of episodes (captured messages) in `POST /retrieve`", minimum=0
@@ -301,7 +301,7 @@ MEMORYHUB_PROFILE_BUDGET_SHARE = env.number(
 MEMORYHUB_PROFILE_DEBOUNCE_S = env.number(
     "MEMORYHUB_PROFILE_DEBOUNCE_S", 5.0, "seconds a profile rebuild waits after a memory change", minimum=0
 )
-# The optional LLM judge stage (retrieval/judge.py): off unless asked for, and only with an LLM.
+# The optional LLM judge stage (retrieval/ranking/judge.py): off unless asked for, and only with an LLM.
 MEMORYHUB_JUDGE = env.switch("MEMORYHUB_JUDGE", False, "LLM judge over the best few candidates (needs an LLM)")
 MEMORYHUB_JUDGE_TIMEOUT_S = env.number("MEMORYHUB_JUDGE_TIMEOUT_S", 1.5, "seconds the judge may take", minimum=0)
 MEMORYHUB_JUDGE_MODEL = env.text("MEMORYHUB_JUDGE_MODEL", "", "the judge's model", shown="the LLM model")
@@ -312,7 +312,7 @@ MEMORYHUB_HYDE_TIMEOUT_S = env.number("MEMORYHUB_HYDE_TIMEOUT_S", 1.2, "seconds 
 MEMORYHUB_HYDE_N = env.integer("MEMORYHUB_HYDE_N", 3, "HyDE hypotheses per query", minimum=1)
 # Full text skips query words found in more than this share of the memories a user can see
 # (an IDF-style cut: such words rank nothing and cost a row check each), for groups of at
-# least MIN_ROWS memories; beat refreshes the counts (retrieval/keyword_stats.py).
+# least MIN_ROWS memories; beat refreshes the counts (retrieval/ranking/keyword_stats.py).
 MEMORYHUB_KEYWORD_MAX_SHARE = env.number(
     "MEMORYHUB_KEYWORD_MAX_SHARE", 0.1, "full text skips words in more than this share of a user's memories", minimum=0
 )
@@ -329,7 +329,7 @@ MEMORYHUB_KEYWORD_ROW_BUDGET = env.integer(
     "MEMORYHUB_KEYWORD_ROW_BUDGET", 1000, "rarest words first, up to about this many matches (0: no limit)", minimum=0
 )
 # Each web process keeps the vector groups its searches read (a user's own vectors, a project's
-# shared ones) in memory, up to this many MB, and picks the nearest there (retrieval/resident_vectors.py;
+# shared ones) in memory, up to this many MB, and picks the nearest there (retrieval/vectors/resident_vectors.py;
 # 0: Postgres reads them on every search). 10,000 vectors of 384 dimensions take 15 MB.
 MEMORYHUB_RESIDENT_VECTORS_MB = env.integer(
     "MEMORYHUB_RESIDENT_VECTORS_MB", 512, "MB of vectors each web process keeps for search (0: none)", minimum=0

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from memories.services import content_hash
-from retrieval.tokens import count_tokens, count_tokens_memo
+from retrieval.ranking.tokens import count_tokens, count_tokens_memo
 
 # In the order they take turns; the first sections are the ones an assistant must not get wrong.
 CONSTRAINTS, IDENTITY, WORK, PREFERENCES, CONVENTIONS = "constraints", "identity", "work", "preferences", "conventions"

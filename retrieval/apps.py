@@ -12,11 +12,11 @@ class RetrievalConfig(AppConfig):
 
         from conversations import services as conversation_services
         from memories import services
-        from retrieval.memory_vectors import embed_now_or_later
-        from retrieval.message_vectors import queue_for_embedding
+        from retrieval.vectors.memory_vectors import embed_now_or_later
+        from retrieval.vectors.message_vectors import queue_for_embedding
 
         # numpy's BLAS on one thread: its threads keep spinning after each product, and a web
-        # process's vector picks (retrieval.resident_vectors) then cost both cores. 100k memories,
+        # process's vector picks (retrieval.vectors.resident_vectors) then cost both cores. 100k memories,
         # 1 client: 38 ms of web CPU a search with two threads, 17.5-20 with one.
         threadpool_limits(limits=1, user_api="blas")
         if embed_now_or_later not in services.after_content_change:

@@ -24,17 +24,18 @@ from common.errors import RateLimited
 from memories.models import Memory, Project, Status
 from memories.selectors import older_versions
 from profiles.selectors import profile_find
-from retrieval import cache, episodes, judge, relevance
-from retrieval.embedders import EmbedderError
-from retrieval.graph import expand_graph, load_memories, searchable
+from retrieval import cache
+from retrieval.embedding.embedders import EmbedderError
+from retrieval.embedding.vector_cache import cache_key, cache_name
 from retrieval.llm import llm_configured
-from retrieval.memory_vectors import active_model
 from retrieval.models import RetrievalLog
-from retrieval.packing import PackItem, ProfileFact, pack
 from retrieval.queries import conversation_text, embed_queries, query_embedder, query_texts, run_hyde, wants_hyde
-from retrieval.search import Candidate, SearchParams, hybrid_search
+from retrieval.ranking import episodes, judge, relevance
+from retrieval.ranking.graph import expand_graph, load_memories, searchable
+from retrieval.ranking.packing import PackItem, ProfileFact, pack
+from retrieval.ranking.search import Candidate, SearchParams, hybrid_search
 from retrieval.shapes import Hit, RetrieveRequest, RetrieveResult, Trace
-from retrieval.vector_cache import cache_key, cache_name
+from retrieval.vectors.memory_vectors import active_model
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from retrieval.packing import fence
-from retrieval.tokens import truncate_to_tokens
+from retrieval.ranking.packing import fence
+from retrieval.ranking.tokens import truncate_to_tokens
 
 PROMPT_PATH = Path(__file__).parent / "prompts" / "hyde.md"
 MAX_HYPOTHESIS_CHARS = 300

@@ -38,7 +38,7 @@ class KeywordStats(models.Model):
     ``owner`` is a user id for ``user``-scope memories and "" for the project's
     ``project``-scope ones: the two groups a search can see. Kept only for groups large
     enough for the check to matter (``MEMORYHUB_KEYWORD_STATS_MIN_ROWS``) and refreshed by
-    beat (``retrieval.keyword_stats``).
+    beat (``retrieval.ranking.keyword_stats``).
     """
 
     project = models.ForeignKey("memories.Project", on_delete=models.CASCADE, related_name="keyword_stats")

@@ -12,7 +12,7 @@ from conversations.schemas import ChatMessageIn
 from memories.schemas import BodyOut, Category, KindName, MemoryOut, StrictSchema, UserId, memory_out
 
 if TYPE_CHECKING:
-    from retrieval.episodes import Episode
+    from retrieval.ranking.episodes import Episode
     from retrieval.shapes import Hit, RetrieveResult
 
 Text = Annotated[str, StringConstraints(max_length=32_000)]

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memories.models import Memory
-from retrieval import episodes, relevance
-from retrieval.search import Candidate
+from retrieval.ranking import episodes, relevance
+from retrieval.ranking.search import Candidate
 
 
 @dataclass
@@ -29,7 +29,7 @@ class RetrieveRequest:
     hop_depth: int = 1
     include_superseded: bool = False
     judge: bool | None = None
-    # The user's captured messages are searched beside memories (``retrieval.episodes``).
+    # The user's captured messages are searched beside memories (``retrieval.ranking.episodes``).
     episodes: bool = True
     # The user's profile (``profiles/``) starts the injection.
     profile: bool = True

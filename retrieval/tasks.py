@@ -17,11 +17,8 @@ from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from memories.models import EmbeddingStatus, Memory, Status
-from retrieval import reembed
-from retrieval.embedders import EmbedderError
-from retrieval.keyword_stats import refresh_keyword_stats
-from retrieval.memory_vectors import embed_memories, record_failure
-from retrieval.message_vectors import embed_messages, messages_awaiting_embedding
+from retrieval.embedding import reembed
+from retrieval.embedding.embedders import EmbedderError
 from retrieval.queueing import (
     BUILD_VECTOR_INDEX_TASK,
     DROP_OLD_VECTORS_TASK,
@@ -34,7 +31,10 @@ from retrieval.queueing import (
     queue_embedding,
     queue_message_embedding,
 )
-from retrieval.vector_index import ensure_needed_index, queue_needed_indexes
+from retrieval.ranking.keyword_stats import refresh_keyword_stats
+from retrieval.vectors.memory_vectors import embed_memories, record_failure
+from retrieval.vectors.message_vectors import embed_messages, messages_awaiting_embedding
+from retrieval.vectors.vector_index import ensure_needed_index, queue_needed_indexes
 
 EMBED_MAX_RETRIES = 5
 SWEEP_BATCH = 2000
@@ -99,7 +99,7 @@ def sweep_embeddings() -> int:
 # 38 s on two cores.
 @shared_task(acks_late=True, soft_time_limit=3300, time_limit=3420, name=BUILD_VECTOR_INDEX_TASK)
 def build_vector_index_task(model: str, dimension: int) -> bool:
-    """Build ``model``'s HNSW index if a search may walk one of its groups (``retrieval.vector_index``);
+    """Build ``model``'s HNSW index if a search may walk one of its groups (``retrieval.vectors.vector_index``);
     whether it is in place."""
     return ensure_needed_index(model, dimension)
 

@@ -47,9 +47,9 @@ def post_worker_init(worker: Any) -> None:
     more, measured as the first calls of `bench_retrieve`), and run the hybrid statement once on
     an empty project.
     """
-    from retrieval.embedders import embedder_health, warm_queries
-    from retrieval.relevance import warm_up
-    from retrieval.tokens import count_tokens
+    from retrieval.embedding.embedders import embedder_health, warm_queries
+    from retrieval.ranking.relevance import warm_up
+    from retrieval.ranking.tokens import count_tokens
 
     count_tokens("warm up")
     embedder_health()
@@ -68,7 +68,7 @@ def _warm_request_path() -> None:
     from django.db import DatabaseError, connection
     from django.test import Client
 
-    from retrieval.search import SearchParams, hybrid_search
+    from retrieval.ranking.search import SearchParams, hybrid_search
 
     # Unauthenticated: URL routing, middleware, ninja's parsing and the API-key lookup, no writes.
     # Its 401 is expected: not logged as an "Unauthorized" warning at every worker start.

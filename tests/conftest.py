@@ -133,11 +133,11 @@ def clean_redis(request: pytest.FixtureRequest) -> None:
 
 @pytest.fixture(autouse=True)
 def finish_vector_reads() -> Iterator[None]:
-    """Whole reads of a user's vectors (``retrieval.resident_vectors``'s loader thread, which a search
+    """Whole reads of a user's vectors (``retrieval.vectors.resident_vectors``'s loader thread, which a search
     outside a transaction starts) end within their test: one still reading when a transactional
     test's tables are truncated deadlocked with the truncation."""
     yield
-    from retrieval import resident_vectors
+    from retrieval.vectors import resident_vectors
 
     resident_vectors.process_loader().wait()
 

@@ -1,6 +1,6 @@
 """The HNSW index of the default local model, so a fresh install searches fast at once.
 
-Other models get theirs from the re-embed job or the sweeper (retrieval.vector_index)."""
+Other models get theirs from the re-embed job or the sweeper (retrieval.vectors.vector_index)."""
 
 from django.db import migrations
 

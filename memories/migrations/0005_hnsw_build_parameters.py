@@ -3,7 +3,7 @@
 With the defaults the filtered top 10 at 100k memories over 10 users matched an exact search
 in 98.5 % of ``bench_retrieve``'s queries (the synthetic corpus repeats sentences, and exact
 duplicate vectors crowd HNSW neighbour lists); with these, 100 %, at the same latency.
-Parameters as in ``retrieval.vector_index.HNSW_BUILD``. Built CONCURRENTLY beside the old index
+Parameters as in ``retrieval.vectors.vector_index.HNSW_BUILD``. Built CONCURRENTLY beside the old index
 and swapped in, so writers are not blocked while it builds (~20 s at 100k vectors).
 """
 

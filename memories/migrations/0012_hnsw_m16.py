@@ -6,7 +6,7 @@ m 16 a LoCoMo observations load ran 470 -> 570 memories/s. Recall held: at 100k 
 users, inserted row by row as ``bench_retrieve`` seeds them, the filtered top 10 matched an exact
 search in 400 of 400 queries (m 16 with ef_construction 64, pgvector's default, matched 394; it is
 the construction depth, not m, that the duplicate-heavy bench corpus needs). Built CONCURRENTLY
-beside the old index and swapped in, as 0005 did (``retrieval.vector_index.HNSW_BUILD``).
+beside the old index and swapped in, as 0005 did (``retrieval.vectors.vector_index.HNSW_BUILD``).
 """
 
 import importlib

@@ -11,7 +11,7 @@ so a value never comes back, even after the table is emptied (the tests' flush).
 
 Writers of the same group now wait for each other's commit at the group's row (a capture and an
 import of one user, say); each statement locks its groups in one order. A write statement pays for
-one small upsert per group (``retrieval.resident_vectors`` reads them; docs/adr/0026).
+one small upsert per group (``retrieval.vectors.resident_vectors`` reads them; docs/adr/0026).
 """
 
 import django.contrib.postgres.fields

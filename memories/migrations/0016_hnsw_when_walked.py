@@ -1,11 +1,11 @@
 """Drop the default model's HNSW index while no group of its vectors is large enough to be walked.
 
-The search walks a group's graph only above ``retrieval.search.VECTOR_EXACT_MAX_ROWS`` vectors (a
+The search walks a group's graph only above ``retrieval.ranking.search.VECTOR_EXACT_MAX_ROWS`` vectors (a
 user's own, or a project's shared ones); a smaller group is read exactly. Kept for every group, the
 index cost each stored vector an insert into the graph: loading the 5,882 LoCoMo turns took the
 machine 47.8 s of CPU with it and 24.6 s without (227-246 -> 431 memories/s; docs/adr/0027).
 From now on the sweeper queues a model's index build when its first group passes the
-size (``retrieval.vector_index.queue_needed_indexes``); a database that already has such a group
+size (``retrieval.vectors.vector_index.queue_needed_indexes``); a database that already has such a group
 keeps it.
 The size is frozen here, as a migration must be.
 """
@@ -18,7 +18,7 @@ from django.db import migrations
 _0005 = importlib.import_module("memories.migrations.0005_hnsw_build_parameters")
 INDEX = _0005.INDEX
 MODEL = "all-MiniLM-L6-v2"
-EXACT_MAX_ROWS = 20_000  # retrieval.search.VECTOR_EXACT_MAX_ROWS when this was written
+EXACT_MAX_ROWS = 20_000  # retrieval.ranking.search.VECTOR_EXACT_MAX_ROWS when this was written
 
 WALKED_GROUP = """
 SELECT EXISTS (SELECT FROM memories_embedding WHERE model = %(model)s

@@ -53,7 +53,7 @@ FROM {rows} m, unnest(m.search) w
 """
 
 # ts_rank's sum of its words' terms, step by step as tsrank.c adds them (``res = res + term``, ``res``
-# single precision): for a memory with more words than the search adds inline (retrieval.search).
+# single precision): for a memory with more words than the search adds inline (retrieval.ranking.search).
 RANK_SUM = [
     """
 CREATE FUNCTION memories_rank_step(total real, term double precision) RETURNS real

@@ -1,6 +1,6 @@
 """Vacuum ``memories_memoryterm`` soon after writes.
 
-Full text reads a memory's words by index-only scans (``retrieval.search.KEYWORD_SQL``), which visit
+Full text reads a memory's words by index-only scans (``retrieval.ranking.search.KEYWORD_SQL``), which visit
 the table for every row on a page not yet marked all-visible: a page is marked when vacuumed.
 Postgres's defaults wait until 20 % of a table is new (at 100k memories ~185,000 rows, ~18,000
 memories); this table is vacuumed after 1 % is new and after 5 % is rewritten or removed, and

@@ -16,7 +16,7 @@ from capture.pipeline import Outcome, extract, run_job
 from conversations.models import Message
 from memories import services as memory_services
 from memories.models import Memory, MemoryEdge, MemoryRevision, Project
-from retrieval.duplicates import NearDuplicateFinder
+from retrieval.vectors.duplicates import NearDuplicateFinder
 
 pytestmark = pytest.mark.django_db
 

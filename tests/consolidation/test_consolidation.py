@@ -212,7 +212,7 @@ def test_a_memory_not_embedded_yet_waits_for_the_next_run(project):
     run = consolidate(project)
     assert run.compared == 0 and run.counts["merged"] == 0
     assert ConsolidationState.objects.get().watermark < waiting.updated_at + services.WATERMARK_OVERLAP
-    from retrieval.memory_vectors import embed_memories
+    from retrieval.vectors.memory_vectors import embed_memories
 
     embed_memories([fresh(waiting)])
     assert consolidate(project).counts["merged"] == 1

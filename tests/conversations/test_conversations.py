@@ -11,7 +11,7 @@ from django.utils import timezone
 from common.redis import redis_client
 from conversations.models import Message
 from conversations.session import session_key
-from retrieval.message_vectors import embed_messages, messages_awaiting_embedding
+from retrieval.vectors.message_vectors import embed_messages, messages_awaiting_embedding
 
 pytestmark = pytest.mark.django_db
 

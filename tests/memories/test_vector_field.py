@@ -10,7 +10,7 @@ from pgvector import Vector
 from memories import services
 from memories.fields import binary_vectors, vector_literal, vectors_from_binary
 from memories.models import Embedding
-from retrieval.memory_vectors import store_vectors
+from retrieval.vectors.memory_vectors import store_vectors
 
 
 def _unit_vectors(rows: int, dimension: int = 384) -> np.ndarray:
@@ -42,7 +42,7 @@ def test_the_text_gives_back_every_float32_exactly():
 def test_vectors_in_binary_form_read_back_bit_for_bit(project):
     vectors = _unit_vectors(5)
     assert np.array_equal(vectors_from_binary(b"".join(binary_vectors(vectors)), 5), vectors)
-    # As Postgres sends a group of them (retrieval.resident_vectors): its own binary form, back to back.
+    # As Postgres sends a group of them (retrieval.vectors.resident_vectors): its own binary form, back to back.
     memories = [_memory(project, content=f"Alice keeps {n} hives.") for n in range(5)]
     store_vectors(memories, vectors, model="test-model")
     order = [str(m.pk) for m in memories]

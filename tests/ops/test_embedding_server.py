@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval import embedders
+from retrieval.embedding import embedders
 from tests.support.openai_server import FakeOpenAI
 
 

@@ -11,9 +11,9 @@ from capture.models import CaptureJob
 from common.redis import redis_client
 from conversations.models import Conversation, Message
 from memories.models import Embedding, Memory, MemoryEdge, ScratchpadEntry
-from retrieval.embedders import LOCAL_MODEL_NAME, embedder_for_model
+from retrieval.embedding.embedders import LOCAL_MODEL_NAME, embedder_for_model
+from retrieval.embedding.vector_cache import cache_key, cache_name
 from retrieval.models import RetrievalLog
-from retrieval.vector_cache import cache_key, cache_name
 
 
 def leave_traces(api, user_id: str) -> dict[str, str]:

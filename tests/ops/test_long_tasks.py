@@ -8,8 +8,8 @@ from django.conf import settings
 from common.redis import redis_client
 from memories.models import Embedding, Project
 from memoryhub.celery import app
-from retrieval import embedders, reembed
-from retrieval.embedders import LOCAL_MODEL_NAME
+from retrieval.embedding import embedders, reembed
+from retrieval.embedding.embedders import LOCAL_MODEL_NAME
 from retrieval.tasks import reembed_project_task
 from tests.support.celery_worker import celery_worker, purge_queue, wait_until
 

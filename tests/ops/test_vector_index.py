@@ -10,13 +10,13 @@ import pytest
 from django.db import connection
 
 from memories.models import Memory
-from retrieval import vector_index
-from retrieval.embedders import LOCAL_MODEL_NAME
-from retrieval.memory_vectors import store_vectors
+from retrieval.embedding.embedders import LOCAL_MODEL_NAME
 from retrieval.models import KeywordStats
-from retrieval.search import VECTOR_EXACT_MAX_ROWS
+from retrieval.ranking.search import VECTOR_EXACT_MAX_ROWS
 from retrieval.tasks import build_vector_index_task, sweep_embeddings
-from retrieval.vector_index import (
+from retrieval.vectors import vector_index
+from retrieval.vectors.memory_vectors import store_vectors
+from retrieval.vectors.vector_index import (
     ensure_needed_index,
     ensure_vector_index,
     index_name,

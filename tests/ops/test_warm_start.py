@@ -7,7 +7,7 @@ import gc
 import pytest
 
 from memories.models import ApiKey
-from retrieval.embedders import LOCAL_MODEL_NAME, embedder_for_model, reset_embedder_cache
+from retrieval.embedding.embedders import LOCAL_MODEL_NAME, embedder_for_model, reset_embedder_cache
 from retrieval.models import RetrievalLog
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from profiles import services
-from retrieval.packing import PackItem, ProfileFact, pack
-from retrieval.tokens import count_tokens
+from retrieval.ranking.packing import PackItem, ProfileFact, pack
+from retrieval.ranking.tokens import count_tokens
 
 
 def test_injection_starts_with_the_profile(api, make_memory, alice):

@@ -9,7 +9,7 @@ from memories import services as memory_services
 from profiles import services
 from profiles.models import Profile
 from profiles.tasks import rebuild_profiles_task
-from retrieval.tokens import count_tokens
+from retrieval.ranking.tokens import count_tokens
 
 
 def rebuild(api, user_id="alice"):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from memories.models import Memory
-from retrieval import duplicates
-from retrieval.duplicates import _nearest_by_scan, nearest_memory
-from retrieval.embedders import embedder_for_model
-from retrieval.vector_cache import embed_texts
+from retrieval.embedding.embedders import embedder_for_model
+from retrieval.embedding.vector_cache import embed_texts
+from retrieval.vectors import duplicates
+from retrieval.vectors.duplicates import _nearest_by_scan, nearest_memory
 from tests.support.search import stored
 
 pytestmark = pytest.mark.django_db
@@ -56,8 +56,8 @@ def test_a_review_pages_similar_memories_are_those_an_exact_scan_finds_never_a_w
     from django.db import connection, transaction
 
     from memories.fields import vector_literal
-    from retrieval.duplicates import NEAREST_SQL, similar_memories
-    from retrieval.vector_index import index_sql
+    from retrieval.vectors.duplicates import NEAREST_SQL, similar_memories
+    from retrieval.vectors.vector_index import index_sql
 
     topics = ["deploys", "cooks", "reads about", "plays", "repairs"]
     stored(

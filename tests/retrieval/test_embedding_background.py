@@ -8,8 +8,8 @@ import pytest
 from django.db import connection
 
 from memories.models import Embedding, Memory, Project
-from retrieval import embedders, reembed
-from retrieval.search import vector_search
+from retrieval.embedding import embedders, reembed
+from retrieval.ranking.search import vector_search
 from tests.support.celery_worker import celery_worker, purge_queue, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -8,8 +8,8 @@ import pytest
 from django.utils import timezone
 
 from memories.models import Embedding, Memory
-from retrieval import embedders
-from retrieval.embedders import embedder_health
+from retrieval.embedding import embedders
+from retrieval.embedding.embedders import embedder_health
 from retrieval.tasks import embed_memories_task, sweep_embeddings
 from tests.support.openai_server import Fault
 
@@ -93,7 +93,7 @@ def test_final_failure_marks_the_memory_failed_with_the_error(api, openai_embedd
 
 
 def test_health_reports_the_embedder(openai_embedder):
-    from retrieval import embedders
+    from retrieval.embedding import embedders
 
     embedders._health = (0.0, "")
     openai_embedder.script_embeddings(Fault(status=500))
@@ -102,7 +102,7 @@ def test_health_reports_the_embedder(openai_embedder):
 
 def test_a_batch_is_marked_ready_except_a_memory_edited_while_it_was_embedded(api):
     from memories import services
-    from retrieval.memory_vectors import embed_memories
+    from retrieval.vectors.memory_vectors import embed_memories
 
     drafts = [services.MemoryDraft(user_id="alice", content=f"Alice fact number {n}.") for n in range(3)]
     stored = services.memory_bulk_create(project=api.project, drafts=drafts, actor="system:test")
@@ -124,7 +124,7 @@ def _pending_memories(api, contents):
 
 
 def test_many_memories_are_stored_a_slice_at_a_time_each_with_its_own_vector(api, monkeypatch):
-    from retrieval import memory_vectors
+    from retrieval.vectors import memory_vectors
 
     monkeypatch.setattr(memory_vectors, "STORE_CHUNK", 4)  # three slices, the next embedding while one is written
     memories = _pending_memories(api, [f"Alice's fact {n:02d}: she keeps {n} hives in Lyon." for n in range(10)])
@@ -142,8 +142,8 @@ def test_many_memories_are_stored_a_slice_at_a_time_each_with_its_own_vector(api
 def test_an_embedder_failure_mid_way_keeps_the_slices_stored_and_leaves_the_rest_pending(
     api, openai_embedder, monkeypatch
 ):
-    from retrieval import memory_vectors
-    from retrieval.embedders import EmbedderError
+    from retrieval.embedding.embedders import EmbedderError
+    from retrieval.vectors import memory_vectors
 
     monkeypatch.setattr(memory_vectors, "STORE_CHUNK", 2)
     memories = _pending_memories(api, [f"Bob's fact {n}: he brews {n} kinds of tea." for n in range(5)])

@@ -15,8 +15,8 @@ from capture.models import CaptureJob
 from capture.pipeline import run_job
 from conversations.models import Message
 from memories.models import Memory
-from retrieval import episodes
-from retrieval.memory_vectors import embed_memories
+from retrieval.ranking import episodes
+from retrieval.vectors.memory_vectors import embed_memories
 
 pytestmark = pytest.mark.django_db
 
@@ -194,7 +194,7 @@ def test_episodes_travel_with_an_export_and_are_found_after_import(api, other_ap
     assert imported.status_code == 200, imported.content
     copy = Message.objects.get(conversation__project=other_api.project)
     assert copy.said_at.isoformat() == "2026-03-09T10:00:00+00:00"
-    from retrieval.message_vectors import embed_messages
+    from retrieval.vectors.message_vectors import embed_messages
 
     embed_messages(message_ids=[str(copy.pk)])  # the worker's embedding task
     assert "baguette" in ask(other_api, "what did pixel steal?")["episodes"][0]["content"]
@@ -202,7 +202,7 @@ def test_episodes_travel_with_an_export_and_are_found_after_import(api, other_ap
 
 def test_with_the_embedder_down_episodes_are_found_by_their_words(api, settings, fake_openai):
     from memories.models import Project
-    from retrieval import embedders
+    from retrieval.embedding import embedders
     from tests.support.openai_server import Fault
 
     capture(api, [{"role": "user", "content": "lol pixel stole a whole baguette off the counter again"}])

@@ -10,9 +10,9 @@ from django.utils import timezone
 
 from memories import services
 from memories.models import Memory, Project
-from retrieval.keyword_stats import refresh_keyword_stats
 from retrieval.models import CommonLexeme, KeywordStats
-from retrieval.search import SearchParams, hybrid_search
+from retrieval.ranking.keyword_stats import refresh_keyword_stats
+from retrieval.ranking.search import SearchParams, hybrid_search
 from retrieval.tasks import refresh_keyword_stats_task
 
 TRAEFIK = "The Kubernetes ingress controller is Traefik, pinned to version 3."

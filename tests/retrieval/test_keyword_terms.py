@@ -16,8 +16,8 @@ from common import row_security
 from memories import services
 from memories.models import Memory, MemoryTerm, Project, Status
 from memoryhub import erasure
-from retrieval.keyword_stats import settle_after_bulk_load
-from retrieval.search import BOILERPLATE_LEXEMES, KEYWORD_SQL, RANK_INLINE, search_settings
+from retrieval.ranking.keyword_stats import settle_after_bulk_load
+from retrieval.ranking.search import BOILERPLATE_LEXEMES, KEYWORD_SQL, RANK_INLINE, search_settings
 
 COPIED = ("project_id", "user_id", "scope", "status", "kind", "category", "expires_at")
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval import mpnet
-from retrieval.embedders import (
+from retrieval.embedding import mpnet
+from retrieval.embedding.embedders import (
     MPNET_MODEL_NAME,
     LocalEmbedder,
     ModelIntegrityError,
@@ -20,7 +20,7 @@ from retrieval.embedders import (
     get_embedder,
     reset_embedder_cache,
 )
-from retrieval.memory_vectors import default_model_name
+from retrieval.vectors.memory_vectors import default_model_name
 
 BUILT = mpnet.read_manifest(mpnet.model_dir()) is not None
 needs_build = pytest.mark.skipif(
@@ -74,7 +74,7 @@ def test_a_model_file_that_is_not_the_one_built_is_refused(tmp_path: Path) -> No
     manifest = {"build_version": mpnet.BUILD_VERSION, "model_sha256": "0" * 64}
     (tmp_path / mpnet.MANIFEST_FILE).write_text(json.dumps(manifest))
 
-    with pytest.raises(ModelIntegrityError, match="sha256.*python -m retrieval.mpnet --force"):
+    with pytest.raises(ModelIntegrityError, match="sha256.*python -m retrieval.embedding.mpnet --force"):
         MpnetEmbedder(model_dir=tmp_path).embed(["hello"])
 
 

@@ -16,9 +16,9 @@ import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retrieval import packing, tokens
-from retrieval.packing import HEADER, PackItem, fence, pack
-from retrieval.tokens import count_tokens, truncate_to_tokens
+from retrieval.ranking import packing, tokens
+from retrieval.ranking.packing import HEADER, PackItem, fence, pack
+from retrieval.ranking.tokens import count_tokens, truncate_to_tokens
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -61,7 +61,7 @@ def test_encoding_loads_from_the_bundled_file_with_no_network_and_an_empty_cache
         "def refuse(*args, **kwargs): raise OSError('network access attempted')\n"
         "socket.socket.connect = refuse\n"
         "socket.getaddrinfo = refuse\n"
-        "from retrieval.tokens import count_tokens\n"
+        "from retrieval.ranking.tokens import count_tokens\n"
         "print(count_tokens('hello world'), 'requests' in sys.modules)\n"
     )
     env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(REPO)}

@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 
 from memories.models import Embedding, Project
-from retrieval import embedders
+from retrieval.embedding import embedders
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

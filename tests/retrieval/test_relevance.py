@@ -9,8 +9,9 @@ import pytest
 
 from evaluation.relevance_fit import CaseCandidates, SetCases, evaluate, fit, keyword_only
 from memories.models import Project
-from retrieval import embedders, relevance
-from retrieval.search import Candidate
+from retrieval.embedding import embedders
+from retrieval.ranking import relevance
+from retrieval.ranking.search import Candidate
 from tests.support.openai_server import Fault
 
 HIKING = "Enjoys hiking in the mountains on weekends."

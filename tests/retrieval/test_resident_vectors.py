@@ -1,4 +1,4 @@
-"""The web process's resident copy of the vector groups (``retrieval.resident_vectors``): the search
+"""The web process's resident copy of the vector groups (``retrieval.vectors.resident_vectors``): the search
 picks the same nearest rows from it as Postgres's own read, and never from vectors older than the
 ones its statements see, whatever wrote them (the generations Postgres keeps, migration 0015)."""
 
@@ -13,11 +13,11 @@ from django.db import connection
 from common.per_process import PerProcess
 from evaluation.synthetic import varied_memories
 from memories.models import Embedding, Memory, VectorGroup
-from retrieval import resident_vectors
-from retrieval.embedders import embedder_for_model
-from retrieval.memory_vectors import active_model
-from retrieval.search import SearchParams, hybrid_search
-from retrieval.vector_cache import embed_texts
+from retrieval.embedding.embedders import embedder_for_model
+from retrieval.embedding.vector_cache import embed_texts
+from retrieval.ranking.search import SearchParams, hybrid_search
+from retrieval.vectors import resident_vectors
+from retrieval.vectors.memory_vectors import active_model
 from tests.support.search import statements_containing, stored
 
 pytestmark = pytest.mark.django_db
@@ -97,7 +97,7 @@ def test_a_search_picks_from_vectors_as_new_as_its_statements_see(api):
 
 
 def test_a_held_group_reads_again_only_the_vectors_of_its_recent_memories(api):
-    from retrieval.memory_vectors import store_vectors
+    from retrieval.vectors.memory_vectors import store_vectors
 
     memories = stored(api.project, "alice", varied_memories(30, seed=24))
     search(api.project, "alice", "Who plays the violin?")  # the process now holds alice's group

@@ -17,11 +17,13 @@ from pydantic import ValidationError
 
 from memories import services
 from memories.models import Memory, Project
-from retrieval import embedders, engine, graph
+from retrieval import engine
+from retrieval.embedding import embedders
 from retrieval.models import RetrievalLog
+from retrieval.ranking import graph
+from retrieval.ranking.tokens import count_tokens
 from retrieval.schemas import RetrieveOut
 from retrieval.shapes import RetrieveRequest
-from retrieval.tokens import count_tokens
 from tests.conftest import ApiClient
 from tests.support.openai_server import Fault
 

@@ -1,6 +1,6 @@
 """The hybrid search's two statements are queries whose predicates the indexes serve.
 
-Here Postgres reads the vectors itself: the process's resident copy (``retrieval.resident_vectors``,
+Here Postgres reads the vectors itself: the process's resident copy (``retrieval.vectors.resident_vectors``,
 tested in ``test_resident_vectors.py``) is off for every test of this module.
 """
 
@@ -19,7 +19,7 @@ from common import row_security
 from memories import services
 from memories.fields import vector_literal
 from memories.models import GIN_PENDING_LIST_KB
-from retrieval.search import (
+from retrieval.ranking.search import (
     BOILERPLATE_LEXEMES,
     KEYWORD_SQL,
     NEAREST_READ,
@@ -30,7 +30,7 @@ from retrieval.search import (
     reads_exactly,
     search_settings,
 )
-from retrieval.vector_index import index_sql
+from retrieval.vectors.vector_index import index_sql
 from tests.support.search import statements_containing, stored
 
 
@@ -213,7 +213,7 @@ def test_a_group_is_read_exactly_up_to_the_exact_size_or_without_statistics():
 
 
 def test_the_walk_fetches_a_few_spare_rows_or_twice_the_depth_when_kinds_or_categories_narrow_it():
-    from retrieval.search import VECTOR_SPARE, SearchParams, vector_fetch
+    from retrieval.ranking.search import VECTOR_SPARE, SearchParams, vector_fetch
 
     plain = SearchParams(project_id=1, user_id="alice", query="q", model="m", vectors=None, depth=50)
     assert vector_fetch(plain) == 50 + VECTOR_SPARE
@@ -280,7 +280,7 @@ def test_the_keyword_hits_and_vectors_reach_the_fusion_statement_as_sent(db):
 
 def test_the_search_reads_each_group_by_its_size_from_the_word_statistics(api):
     from retrieval.models import KeywordStats
-    from retrieval.search import SearchParams, hybrid_search
+    from retrieval.ranking.search import SearchParams, hybrid_search
 
     stored(api.project, "alice", ["Alice deploys with Kubernetes."])
 
@@ -312,7 +312,7 @@ def test_each_vector_has_a_unit_length_half_precision_copy_that_follows_it_and_s
     halfvec's range (65504) still store, and rewritten with the vector. The full vector stays in
     the row (``toast_tuple_target``): the search re-reads it for every row it ranks."""
     from memories.models import Embedding, Memory
-    from retrieval.memory_vectors import store_vectors
+    from retrieval.vectors.memory_vectors import store_vectors
 
     memory = Memory.objects.get(pk=make_memory(content="Alice deploys with Kubernetes.")["id"])
     raw = np.arange(1, 385, dtype=np.float32) * 1000  # up to 384,000: no halfvec holds it as is
@@ -332,9 +332,9 @@ def test_each_vector_has_a_unit_length_half_precision_copy_that_follows_it_and_s
 def test_the_exact_read_ranks_by_the_full_vectors_as_an_exact_search_does(api):
     """The half-precision copies pick a user's nearest rows; the full vectors order them. On 432
     real memories the search's vector ranks are those of an exact float32 search, row for row."""
-    from retrieval.embedders import embedder_for_model
-    from retrieval.search import SearchParams, hybrid_search
-    from retrieval.vector_cache import embed_texts
+    from retrieval.embedding.embedders import embedder_for_model
+    from retrieval.embedding.vector_cache import embed_texts
+    from retrieval.ranking.search import SearchParams, hybrid_search
 
     topics = ["deploys", "cooks", "reads about", "plays", "writes", "repairs", "paints", "studies"]
     things = ["Kubernetes", "pasta", "the violin", "old bicycles", "Rust", "a garden", "chess", "jazz", "glaciers"]
@@ -365,7 +365,7 @@ def test_the_statements_are_sent_short_enough_for_psycopg_to_keep_their_split():
     text is split around its parameters once per process, not on every search."""
     from psycopg._queries import MAX_CACHED_STATEMENT_LENGTH
 
-    from retrieval.search import SETTINGS_SQL, _sent
+    from retrieval.ranking.search import SETTINGS_SQL, _sent
 
     statements = [SETTINGS_SQL, KEYWORD_SQL] + [
         fusion_sql(dim, own_exact=own, shared_exact=shared, given=given)

@@ -1,6 +1,6 @@
 """The hybrid search's settings last for its own statements only, inside a transaction or not.
 
-Each of its statements goes after SETTINGS_SQL in one pipelined round trip (retrieval/search.py,
+Each of its statements goes after SETTINGS_SQL in one pipelined round trip (retrieval/ranking/search.py,
 common/prepared.py): outside a transaction the pipeline's implicit transaction ends them; inside
 one, a rolled-back savepoint does. The query vectors are computed while Postgres runs the full-text
 statement.
@@ -16,9 +16,9 @@ from django.db import DatabaseError, connection, transaction
 from common import row_security
 from memories import services
 from memories.models import Project
-from retrieval.embedders import get_embedder
-from retrieval.memory_vectors import active_model
-from retrieval.search import KEYWORD_SQL, SearchParams, hybrid_search
+from retrieval.embedding.embedders import get_embedder
+from retrieval.ranking.search import KEYWORD_SQL, SearchParams, hybrid_search
+from retrieval.vectors.memory_vectors import active_model
 from tests.support.celery_worker import database_url_for_tests, wait_until
 
 SESSION = ("statement_timeout", "hnsw.ef_search", "hnsw.iterative_scan")
@@ -87,7 +87,7 @@ def test_a_search_that_times_out_leaves_the_connection_as_it_was(project, monkey
     try:
         before = _session_state()
         with monkeypatch.context() as patch:  # a full-text statement that cannot finish in 50 ms
-            patch.setattr("retrieval.search.KEYWORD_SQL", "SELECT pg_sleep(0.5)")
+            patch.setattr("retrieval.ranking.search.KEYWORD_SQL", "SELECT pg_sleep(0.5)")
             with pytest.raises(DatabaseError, match="statement timeout"):
                 _search(project, timeout_ms=50)
         assert _session_state() == before  # still the tenant, the session's own timeout
@@ -99,7 +99,7 @@ def test_a_search_that_times_out_leaves_the_connection_as_it_was(project, monkey
 def test_inside_a_transaction_a_failed_search_leaves_the_outer_transaction_to_its_owner(project, monkeypatch):
     _memory(project)
     with transaction.atomic():
-        monkeypatch.setattr("retrieval.search.HNSW_EF_SEARCH", "not a number")
+        monkeypatch.setattr("retrieval.ranking.search.HNSW_EF_SEARCH", "not a number")
         with pytest.raises(DatabaseError):
             _search(project)
         monkeypatch.undo()
@@ -117,7 +117,7 @@ def test_the_query_vectors_are_computed_while_postgres_runs_the_full_text_statem
         holder.execute("SELECT pg_advisory_lock(4242)")
         # The real statement, which cannot finish before the lock is taken.
         monkeypatch.setattr(
-            "retrieval.search.KEYWORD_SQL",
+            "retrieval.ranking.search.KEYWORD_SQL",
             f"WITH lock AS MATERIALIZED (SELECT pg_advisory_xact_lock(4242)) SELECT k.* FROM lock, ({KEYWORD_SQL}) k",
         )
         waited: list[bool] = []

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from common.redis import redis_client
-from retrieval.embedders import INT8_ROUTE, LOCAL_MODEL_NAME, LocalEmbedder
-from retrieval.vector_cache import cache_key, cache_names, embed_texts, forget_cached, project_cache_name
+from retrieval.embedding.embedders import INT8_ROUTE, LOCAL_MODEL_NAME, LocalEmbedder
+from retrieval.embedding.vector_cache import cache_key, cache_names, embed_texts, forget_cached, project_cache_name
 
 # The cache is in Redis.
 pytestmark = pytest.mark.usefixtures("redis")

@@ -11,7 +11,7 @@ from django.db import connection
 
 from memories import services
 from memories.models import Memory, Project
-from retrieval.memory_vectors import embed_memories
+from retrieval.vectors.memory_vectors import embed_memories
 
 
 def stored(project: Project, user_id: str, contents: list[str], scope: str = "user") -> list[Memory]:

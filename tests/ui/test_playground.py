@@ -9,8 +9,8 @@ import pytest
 
 from memories import services
 from memories.models import Memory, Project
-from retrieval.keyword_stats import refresh_keyword_stats
 from retrieval.models import RetrievalLog
+from retrieval.ranking.keyword_stats import refresh_keyword_stats
 from tests.ui.test_browser import sign_in
 from ui.views.playground import parse_conversation
 
@@ -200,7 +200,8 @@ def test_a_viewer_asks_in_the_browser_and_sees_the_ranked_table(page, live_serve
 def test_with_the_embedder_down_the_page_shows_the_cut_the_engine_applied(
     client_as, project, facts, settings, fake_openai
 ):
-    from retrieval import embedders, relevance
+    from retrieval.embedding import embedders
+    from retrieval.ranking import relevance
     from tests.support.openai_server import Fault
 
     settings.MEMORYHUB_LLM_BASE_URL, settings.OPENAI_API_KEY = fake_openai.base_url, "k"

@@ -17,9 +17,9 @@ from django.views.decorators.http import require_POST
 from common.errors import DomainError
 from memories import demo, services
 from memories.models import ApiKey, Project, Role
+from retrieval.embedding.reembed import get_progress
 from retrieval.llm import llm_configured
-from retrieval.memory_vectors import active_model
-from retrieval.reembed import get_progress
+from retrieval.vectors.memory_vectors import active_model
 from ui import selectors as ui_selectors
 from ui.forms import ApiKeyForm, MemberAddForm, MemberRoleForm, PersonCreateForm, ProjectSettingsForm
 from ui.views.access import Access, done, is_htmx, page_context, project_view, refuse

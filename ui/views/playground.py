@@ -19,8 +19,8 @@ from django.shortcuts import render
 from memories.models import Memory, Project
 from retrieval.engine import default_min_score, retrieve
 from retrieval.llm import llm_configured
-from retrieval.relevance import Evidence
-from retrieval.search import Candidate
+from retrieval.ranking.relevance import Evidence
+from retrieval.ranking.search import Candidate
 from retrieval.shapes import RetrieveRequest, RetrieveResult, Trace
 from ui import selectors as ui_selectors
 from ui.views.access import Access, is_htmx, page_context, project_view

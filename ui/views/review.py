@@ -20,8 +20,8 @@ from consolidation import selectors as consolidation_selectors
 from conversations.window import clean_window
 from memories import services
 from memories.models import Memory, MemoryEdge, Role, Status
-from retrieval.duplicates import similar_memories
-from retrieval.embedders import EmbedderError
+from retrieval.embedding.embedders import EmbedderError
+from retrieval.vectors.duplicates import similar_memories
 from ui import selectors as ui_selectors
 from ui.forms import MemoryFieldsForm, ReviewFilterForm
 from ui.views.access import Access, done, is_htmx, page_context, project_view, refuse

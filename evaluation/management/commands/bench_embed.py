@@ -15,8 +15,8 @@ from django.core.management.base import BaseCommand, CommandParser
 from evaluation.synthetic import synthetic_sentences
 from memories import services
 from memories.models import Memory, Project
-from retrieval import reembed
-from retrieval.embedders import LOCAL_MODEL_NAME, LocalEmbedder
+from retrieval.embedding import reembed
+from retrieval.embedding.embedders import LOCAL_MODEL_NAME, LocalEmbedder
 from retrieval.tasks import reembed_project_task
 
 

@@ -38,10 +38,10 @@ from evaluation.datasets import Dataset, load_locomo
 from evaluation.management.commands.eval_retrieval import clear_project, eval_project, eval_slug
 from memories import services
 from memories.models import Project
-from retrieval.embedders import LocalEmbedder, get_embedder
+from retrieval.embedding.embedders import LocalEmbedder, get_embedder
+from retrieval.embedding.vector_cache import forget_cached, project_cache_name
 from retrieval.engine import retrieve
 from retrieval.shapes import RetrieveRequest
-from retrieval.vector_cache import forget_cached, project_cache_name
 
 VARIANTS = {
     "turns": ("locomo_corpus.jsonl", "locomo_retrieval.jsonl"),

@@ -38,13 +38,13 @@ from evaluation.synthetic import varied_memories
 from memories import services
 from memories.fields import vector_literal
 from memories.models import Embedding, EmbeddingStatus, Memory, Project
-from retrieval import resident_vectors
-from retrieval.embedders import LOCAL_MODEL_NAME, embedder_for_model
-from retrieval.keyword_stats import refresh_keyword_stats, settle_after_bulk_load
+from retrieval.embedding.embedders import LOCAL_MODEL_NAME, embedder_for_model
+from retrieval.embedding.vector_cache import embed_texts, forget_cached, project_cache_name
 from retrieval.models import KeywordStats
-from retrieval.search import HALF_SPARE, HNSW_EF_SEARCH, VECTOR_SPARE, reads_exactly, search_settings
-from retrieval.vector_cache import embed_texts, forget_cached, project_cache_name
-from retrieval.vector_index import ensure_vector_index
+from retrieval.ranking.keyword_stats import refresh_keyword_stats, settle_after_bulk_load
+from retrieval.ranking.search import HALF_SPARE, HNSW_EF_SEARCH, VECTOR_SPARE, reads_exactly, search_settings
+from retrieval.vectors import resident_vectors
+from retrieval.vectors.vector_index import ensure_vector_index
 
 USERS = 10
 
@@ -154,13 +154,13 @@ def vector_recall(project: Project, queries: int = 200) -> dict[str, Any]:
     """How often the filtered HNSW top 10 (engine settings) equals an exact search of the user's rows,
     and what the walk, Postgres's exact read of a user's own vectors and an exact search through
     the table cost, and how often that exact read's top 10 equals the exact search; the same for the
-    web process's resident copy (``retrieval.resident_vectors``: reading a group, refreshing it after
+    web process's resident copy (``retrieval.vectors.resident_vectors``: reading a group, refreshing it after
     one row is written again, a pick). ``engine_reads``: which of them the engine uses for a bench user.
 
     Tie-aware: a row counts when its distance is within the exact 10th distance.
 
     The walk is what a group above VECTOR_EXACT_MAX_ROWS gets; the bench's groups are smaller, so the
-    sweeper would never build the graph for them (``retrieval.vector_index``): it is built here, and
+    sweeper would never build the graph for them (``retrieval.vectors.vector_index``): it is built here, and
     the figures are the walk through it.
     """
     if not ensure_vector_index(LOCAL_MODEL_NAME, 384):  # else the "walk" would be an exact scan
@@ -168,7 +168,7 @@ def vector_recall(project: Project, queries: int = 200) -> dict[str, Any]:
     texts = questions(queries, seed=5)
     vectors = embed_texts(texts, embedder=embedder_for_model(LOCAL_MODEL_NAME))
     matches, own_matches, timings, exact_timings, own_timings = 0, 0, [], [], []
-    # The web process's resident copy (retrieval.resident_vectors): each group read once, then picked.
+    # The web process's resident copy (retrieval.vectors.resident_vectors): each group read once, then picked.
     groups, load_timings, pick_timings, resident_matches = {}, [], [], 0
     budget = resident_vectors.process_cache().budget
     with connection.cursor() as cursor:
@@ -317,7 +317,7 @@ WARM_UP_REQUESTS = 4 * USERS * 10
 def warm_up(port: int, key: str, *, hyde: bool, window: bool = False) -> None:
     """``WARM_UP_REQUESTS`` untimed retrieves from four connections, each connection asking every
     user in turn (``user_for``): each gunicorn worker reads its copy of each user's vectors
-    (``retrieval.resident_vectors``, on a loader thread: 100-300 ms a user) once, as a server does
+    (``retrieval.vectors.resident_vectors``, on a loader thread: 100-300 ms a user) once, as a server does
     in its first minutes, not inside the measured requests. ``first_calls`` reports what a fresh
     server answers."""
     measure(port, key, clients=4, requests=WARM_UP_REQUESTS, hyde=hyde, window=window)

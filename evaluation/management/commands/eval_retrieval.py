@@ -25,8 +25,8 @@ from evaluation import baselines, metrics, report
 from evaluation.datasets import Case, Dataset, load_golden, load_locomo
 from memories import services
 from memories.models import Memory, Project
-from retrieval.keyword_stats import settle_after_bulk_load
-from retrieval.memory_vectors import embed_memories
+from retrieval.ranking.keyword_stats import settle_after_bulk_load
+from retrieval.vectors.memory_vectors import embed_memories
 
 # Memories stored per bulk request and embedded per chunk while the next chunk is stored.
 LOAD_CHUNK = 1000

@@ -7,7 +7,7 @@ keeps each candidate's relevance evidence and label, then:
 1. leaves each of the --fit sets out in turn: fits on the others, chooses the cut on the
    others' negatives, and reports every set (held-out ones marked) — the transfer table.
    Every cut must also get the product's own examples right (``_required_examples``);
-2. fits on all --fit sets and prints the ``RelevanceModel`` to put in ``retrieval/relevance.py``.
+2. fits on all --fit sets and prints the ``RelevanceModel`` to put in ``retrieval/ranking/relevance.py``.
 
 With --keyword-only it does the same for ``relevance.KEYWORD_ONLY``, the model the engine uses
 when the embedder is down: on the full-text hits alone, their vector evidence absent (zero),
@@ -30,7 +30,7 @@ from evaluation.datasets import Case, CorpusItem, Dataset
 from evaluation.management.commands.eval_retrieval import eval_project, load_dataset
 from evaluation.relevance_fit import CaseCandidates, SetCases, evaluate, fit, keyword_only, transfer_table
 from retrieval.engine import retrieve
-from retrieval.relevance import FITTED, KEYWORD_ONLY
+from retrieval.ranking.relevance import FITTED, KEYWORD_ONLY
 from retrieval.shapes import RetrieveRequest, Trace
 
 HIKING_EXAMPLE = "Enjoys hiking in the mountains on weekends."

@@ -14,7 +14,7 @@ from integrations.mcp.server import build_server
 from integrations.mcp.tools import Principal
 from memories.models import Project
 from memories.services import api_key_authenticate
-from retrieval.embedders import warm_queries
+from retrieval.embedding.embedders import warm_queries
 
 
 class Command(BaseCommand):

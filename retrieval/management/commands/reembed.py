@@ -8,9 +8,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memories.models import Project
-from retrieval import reembed
+from retrieval.embedding import reembed
 from retrieval.tasks import reembed_project_task
-from retrieval.vector_index import vector_index_builds
+from retrieval.vectors.vector_index import vector_index_builds
 
 
 def render_bar(done: int, total: int, started: float, width: int = 40) -> str:

@@ -18,9 +18,9 @@ from pgvector.django import CosineDistance
 from memories.fields import vector_literal
 from memories.models import Embedding, Memory, Project, Status
 from memories.selectors import LIVE_STATUSES, visible_q
-from retrieval.embedders import EmbedderError, embedder_for_model
-from retrieval.memory_vectors import active_model
-from retrieval.vector_cache import embed_texts
+from retrieval.embedding.embedders import EmbedderError, embedder_for_model
+from retrieval.embedding.vector_cache import embed_texts
+from retrieval.vectors.memory_vectors import active_model
 
 NEAR_DUPLICATE_SIMILARITY = 0.95
 
@@ -99,7 +99,7 @@ SIMILAR_MIN_COSINE = 0.5
 
 # Rows the half-precision copies pick per query vector in each of the two groups a user sees
 # (their own, the project's shared), before the full vectors order them and the wanted statuses are
-# kept: the search's exact read (retrieval/search.py, HALF_SPARE). A user's 10,000 vectors: the
+# kept: the search's exact read (retrieval/ranking/search.py, HALF_SPARE). A user's 10,000 vectors: the
 # near-duplicate check 41-45 ms p50 by a scan of the full vectors through the table, 6.6 ms so
 # (docs/adr/0025-half-precision-copies.md).
 NEAREST_PICK = 20

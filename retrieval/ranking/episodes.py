@@ -3,7 +3,7 @@
 An extractor misses things people say in passing ("we adopted a greyhound on saturday, her name is
 Pixel"); the message itself is still kept (``capture.services.capture_submit``), so a question
 about it can still be answered in the user's own words. Episodes are found the way memories are,
-by meaning (the messages' vectors, ``retrieval.message_vectors``) and by their words (an IDF-weighted
+by meaning (the messages' vectors, ``retrieval.vectors.message_vectors``) and by their words (an IDF-weighted
 share of the query's words, the same signal the memory search calls ``coverage``), and scored by the
 same relevance model, so one cut and one ranking hold both (``retrieval.engine``).
 
@@ -28,8 +28,8 @@ from conversations.dates import annotate
 from conversations.models import Message
 from memories.fields import vector_literal
 from memories.models import Memory, Project
-from retrieval import relevance
-from retrieval.search import Candidate
+from retrieval.ranking import relevance
+from retrieval.ranking.search import Candidate
 
 # How many episodes each half (meaning, words) proposes before scoring.
 EPISODE_DEPTH = 30

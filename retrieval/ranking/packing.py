@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from retrieval.tokens import count_tokens, count_tokens_memo
+from retrieval.ranking.tokens import count_tokens, count_tokens_memo
 
 HEADER = (
     "## Memories from earlier conversations\n\n"

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from conversations.models import Message
-from retrieval.embedders import embedder_for_model
-from retrieval.memory_vectors import active_model
+from retrieval.embedding.embedders import embedder_for_model
+from retrieval.embedding.vector_cache import embed_texts
 from retrieval.queueing import queue_message_embedding
-from retrieval.vector_cache import embed_texts
+from retrieval.vectors.memory_vectors import active_model
 
 # Only these roles are embedded; system and tool messages are not searched by meaning.
 EMBEDDED_ROLES = ("user", "assistant")

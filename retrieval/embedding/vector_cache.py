@@ -1,7 +1,7 @@
 """``embed_texts``: the embedder behind a Redis cache keyed by (model, text hash).
 
 A text is embedded once per model; a cache outage only costs speed. Which embedder to use is the
-caller's choice (``retrieval.embedders``); storing memory vectors is ``retrieval.memory_vectors``.
+caller's choice (``retrieval.embedding.embedders``); storing memory vectors is ``retrieval.vectors.memory_vectors``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 import redis
 
 from common.redis import redis_client
-from retrieval.embedders import INT8_ROUTE, Embedder, Vectors
+from retrieval.embedding.embedders import INT8_ROUTE, Embedder, Vectors
 
 log = logging.getLogger(__name__)
 
