@@ -37,7 +37,11 @@
     var card = document.getElementById(event.detail.card);
     if (!card) return;
     card.classList.add("stale");
-    card.querySelectorAll(".rc-actions, input[type=checkbox]").forEach(function (part) { part.remove(); });
+    // The buttons go once htmx is done with the request: its form must still be in the page when
+    // htmx fires the error event that flashes the message.
+    setTimeout(function () {
+      card.querySelectorAll(".rc-actions, input[type=checkbox]").forEach(function (part) { part.remove(); });
+    }, 0);
     var note = document.createElement("p");
     note.className = "msg error small stale-note";
     note.setAttribute("role", "status");
