@@ -128,3 +128,29 @@ def test_a_reviewer_rejects_an_observation_and_a_merge_in_bulk(page, live_server
     assert ConsolidationObservation.objects.get(pk=observation.pk).status == ActionStatus.REJECTED
     assert ConsolidationAction.objects.get().status == ActionStatus.REJECTED
     assert all(fresh(m).status == Status.ACTIVE for m in (*work, *dogs)) and not observation_memories(review_project)
+
+
+def test_a_runs_observations_fit_a_phone_and_an_applied_one_is_undone(
+    browser, live_server, person, review_project, request
+):
+    Project.objects.filter(pk=review_project.pk).update(capture_policy=CapturePolicy.AUTO)
+    for text in WORK:
+        remember(review_project, text)
+    run = consolidate(review_project)
+    observation = ConsolidationObservation.objects.get(run=run)
+    with _page(browser, request, 390) as page:
+        sign_in(page, live_server, person("reviewer"))
+        page.goto(f"{live_server.url}/p/{review_project.slug}/consolidations/")
+        cell = page.locator(f"#run-{run.pk} [data-label=Observations]")
+        assert cell.inner_text() == "1 written · 0 proposed"
+        assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+        page.goto(f"{live_server.url}/p/{review_project.slug}/consolidations/{run.pk}/")
+        assert "1 observation written" in page.locator("#run-counts").inner_text()
+        row = page.locator(f"#run-observation-{observation.pk}")
+        assert row.locator("[data-label=Cites] a").count() == len(observation.cited)
+        layout = page.evaluate(OVERFLOW_JS, f"#run-observation-{observation.pk}")
+        assert layout["page"] <= layout["view"] and layout["poking"] == 0, layout
+        row.locator("button", has_text="Undo").click()
+        page.locator(".msg.success", has_text="Undone: the observation").wait_for()
+        assert page.locator(f"#run-observation-{observation.pk} .badge", has_text="undone").count() == 1
+    assert not observation_memories(review_project)

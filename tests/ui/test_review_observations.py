@@ -173,6 +173,9 @@ def test_the_run_page_counts_the_observations_and_undoes_an_applied_one(client_a
     row = row[: row.index("</tr>")]
     assert escape(STATEMENT) in row and f"/memories/{observation.memory_id}/" in row and "applied" in row
     assert row.count("<li>") == len(observation.cited)
+    runs = reviewer.get(f"/p/{project.slug}/consolidations/").content.decode()
+    listed = runs[runs.index(f'id="run-{run.pk}"') :]
+    assert '<td data-label="Observations">1 written · 0 proposed</td>' in listed[: listed.index("</tr>")]
     undo = reviewer.post(f"/p/{project.slug}/consolidations/observations/{observation.pk}/undo/")
     assert undo.status_code == 302 and undo["Location"] == f"/p/{project.slug}/consolidations/{run.pk}/"
     assert ConsolidationObservation.objects.get(pk=observation.pk).status == ActionStatus.UNDONE
