@@ -18,12 +18,21 @@ class ConsolidationAcceptedOut(Schema):
 
 
 class ConsolidationCountsOut(Schema):
-    """Applied merges and supersedes, proposals waiting for review, pairs judged distinct."""
+    """Applied merges and supersedes, proposals waiting for review, pairs judged distinct; and
+    observations applied, left for review, and the groups the LLM was asked about
+    (docs/adr/0110-consolidation-observations.md)."""
 
     merged: int
     superseded: int
     kept: int
     proposed: int
+    observed: int
+    observations_proposed: int
+    observation_groups: int
+
+
+# Every count a run reports; a run stored before observations existed lacks theirs, which are 0.
+COUNT_NAMES = tuple(ConsolidationCountsOut.model_fields)
 
 
 class ConsolidationActionOut(Schema):
@@ -64,7 +73,7 @@ def action_out(action: ConsolidationAction) -> dict[str, Any]:
 
 
 def run_out(run: ConsolidationRun, actions: list[ConsolidationAction]) -> dict[str, Any]:
-    counts = {name: int((run.counts or {}).get(name, 0)) for name in ("merged", "superseded", "kept", "proposed")}
+    counts = {name: int((run.counts or {}).get(name, 0)) for name in COUNT_NAMES}
     return {
         "job_id": str(run.pk),
         "status": run.status,

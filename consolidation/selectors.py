@@ -213,3 +213,21 @@ def observation_get(*, project: Project, observation_id: int | str) -> Consolida
 
 def run_observations(*, run: ConsolidationRun) -> list[ConsolidationObservation]:
     return list(run.observations.order_by("created_at", "pk"))
+
+
+def observation_proposals_count(*, project: Project) -> int:
+    return ConsolidationObservation.objects.filter(project=project, status=ActionStatus.PROPOSED).count()
+
+
+def observations_by_id(*, project: Project, ids: Sequence[str]) -> list[ConsolidationObservation]:
+    valid = [int(raw) for raw in ids if str(raw).isdigit()]
+    return list(ConsolidationObservation.objects.filter(project=project, pk__in=valid).order_by("created_at", "pk"))
+
+
+def cited_memories(*, project: Project, observations: Sequence[ConsolidationObservation]) -> dict[str, Memory]:
+    """Every memory the ``observations`` cite, whatever became of it, by id: one statement for a
+    whole page of them (the ids are kept on the row, not as links, until one is applied)."""
+    ids = {memory_id for observation in observations for memory_id in observation.cited}
+    if not ids:
+        return {}
+    return {str(memory.pk): memory for memory in Memory.objects.filter(project=project, pk__in=list(ids))}

@@ -90,5 +90,20 @@ urlpatterns = [
         consolidation.review_reject,
         name="review_consolidation_reject",
     ),
+    path(
+        P + "review/observations/<int:observation_id>/approve/",
+        consolidation.review_observation_approve,
+        name="review_observation_approve",
+    ),
+    path(
+        P + "review/observations/<int:observation_id>/reject/",
+        consolidation.review_observation_reject,
+        name="review_observation_reject",
+    ),
+    path(
+        P + "consolidations/observations/<int:observation_id>/undo/",
+        consolidation.observation_undo,
+        name="observation_undo",
+    ),
     path(P + "users/<str:user_id>/profile/", profiles.profile_page, name="profile"),
 ]

@@ -31,6 +31,25 @@
     } else { return; }
     event.preventDefault();
   });
+  // A consolidation proposal whose memories changed since it was made is refused (409) and has
+  // left the queue; the server names its card, which says so in place and loses its buttons.
+  document.addEventListener("proposal-stale", function (event) {
+    var card = document.getElementById(event.detail.card);
+    if (!card) return;
+    card.classList.add("stale");
+    // The buttons go once htmx is done with the request: its form must still be in the page when
+    // htmx fires the error event that flashes the message.
+    setTimeout(function () {
+      card.querySelectorAll(".rc-actions, input[type=checkbox]").forEach(function (part) { part.remove(); });
+    }, 0);
+    var note = document.createElement("p");
+    note.className = "msg error small stale-note";
+    note.setAttribute("role", "status");
+    note.textContent = event.detail.message;
+    card.querySelector(".rc-main").appendChild(note);
+    var count = document.getElementById("consolidation-count");
+    if (count && typeof event.detail.count === "number") count.textContent = event.detail.count;
+  });
   // After a card is approved or rejected, keep the reviewer's place in the queue.
   document.body.addEventListener("htmx:afterSettle", function () {
     if (!current() && cards().length && document.activeElement === document.body) focusAt(lastIndex);

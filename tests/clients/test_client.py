@@ -17,9 +17,13 @@ from memoryhub_client import (
     Unauthorized,
     ValidationError,
 )
-from memoryhub_client.models import CaptureJob, Consolidation, ImportResult, Memory
+from memoryhub_client.models import CaptureJob, Consolidation, ConsolidationCounts, ImportResult, Memory, decode
 
+from consolidation import services as consolidation_services
+from memories.models import CapturePolicy, Project
 from tests.clients.conftest import key_for
+from tests.consolidation.conftest import remember
+from tests.consolidation.test_observations import WORK, observer_reply
 
 
 def test_a_memory_goes_through_create_edit_history_supersede_and_delete(hub: MemoryHub):
@@ -112,6 +116,24 @@ def test_a_consolidation_is_queued_and_read_back_typed(hub: MemoryHub):
     assert run.counts.merged == 0 and run.actions == [] and not run.finished
     with pytest.raises(NotFound):
         hub.consolidation(job_id=accepted.job_id, user_id="mallory")
+
+
+def test_a_consolidations_observation_counts_are_read_back_typed(hub: MemoryHub, project, settings, fake_openai):
+    settings.MEMORYHUB_LLM_BASE_URL, settings.OPENAI_API_KEY = fake_openai.base_url, "test-key"
+    fake_openai.default_chat = observer_reply()
+    Project.objects.filter(pk=project.pk).update(capture_policy=CapturePolicy.REVIEW)
+    for text in WORK:
+        remember(project, text)
+    accepted = hub.consolidate(user_id="alice")
+    assert consolidation_services.consolidation_run(run_id=accepted.job_id) == "done"  # what the worker does
+    counts = hub.wait_for_consolidation(job_id=accepted.job_id, user_id="alice", timeout=0).counts
+    assert (counts.observations_proposed, counts.observed, counts.observation_groups) == (1, 0, 1)
+
+
+def test_counts_from_a_server_before_observations_read_as_zero():
+    answer = {"merged": 1, "superseded": 0, "kept": 2, "proposed": 0}
+    counts = decode(ConsolidationCounts, answer)
+    assert (counts.merged, counts.kept, counts.observed, counts.observations_proposed) == (1, 2, 0, 0)
 
 
 def test_the_scratchpad_keeps_keys_with_slashes(hub: MemoryHub):

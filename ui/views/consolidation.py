@@ -1,9 +1,11 @@
 """Consolidation in the curation UI (docs/adr/0093-consolidation.md): start a run for an end user,
-follow it, undo what it applied; and, in the review queue, the merges and supersedes it proposed,
-each with the diff of what it changes, approved or rejected one by one or in bulk, with undo."""
+follow it, undo what it applied; and, in the review queue, what it proposed: merges and supersedes,
+each with the diff of what it changes, and observations (docs/adr/0110-consolidation-observations.md),
+each with the memories it cites; approved or rejected one by one or in bulk, with undo."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -14,14 +16,16 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from common.errors import DomainError, NotFound
-from consolidation import selectors, services
-from consolidation.models import ActionKind, ConsolidationAction
-from memories.models import Role
+from consolidation import observations, selectors, services
+from consolidation.models import ActionKind, ConsolidationAction, ConsolidationObservation
+from memories.models import Memory, Role
 from ui.views.access import Access, done, is_htmx, next_url, page_context, project_view, refuse
 from ui.views.diffing import Segment, word_diff
 from ui.views.review_undo import remember, undo_label
 
 RUNS_SHOWN = 50
+# A bulk form ticks merges and observations alike; an observation's box says which it is.
+OBSERVATION_TICK = "observation-"
 
 
 @dataclass(frozen=True)
@@ -46,17 +50,55 @@ def proposal_items(access: Access, *, user_id: str = "") -> list[ProposalItem]:
     return [proposal_item(a) for a in selectors.proposals(project=access.project, user_id=user_id)]
 
 
+@dataclass(frozen=True)
+class ObservationItem:
+    """An observation as a review card or a run's row shows it: the statement and the memories it
+    cites, in the order they are stored (a cited memory deleted for good since is left out)."""
+
+    observation: ConsolidationObservation
+    cited: list[Memory]
+
+
+def observation_items(access: Access, found: list[ConsolidationObservation]) -> list[ObservationItem]:
+    memories = selectors.cited_memories(project=access.project, observations=found)
+    return [ObservationItem(observation=o, cited=[memories[i] for i in o.cited if i in memories]) for o in found]
+
+
+def waiting_observations(access: Access, *, user_id: str = "") -> list[ObservationItem]:
+    return observation_items(access, selectors.observation_proposals(project=access.project, user_id=user_id))
+
+
+def waiting_total(access: Access) -> int:
+    """Everything consolidation left for review: merges, supersedes and observations."""
+    project = access.project
+    return selectors.proposals_count(project=project) + selectors.observation_proposals_count(project=project)
+
+
 def _review_answer(request: HttpRequest, access: Access, text: str) -> HttpResponse:
     back = reverse("ui:review", args=[access.project.slug])
     if not is_htmx(request):
         return done(request, text, back=back)
     context = page_context(
         access,
-        consolidation_total=selectors.proposals_count(project=access.project),
+        consolidation_total=waiting_total(access),
         notice=text,
         undo=undo_label(request, access),
     )
     return render(request, "ui/review.html#after_consolidation", context)
+
+
+def _refused(request: HttpRequest, access: Access, error: DomainError, card: str) -> HttpResponse:
+    """A decision refused. A stale proposal has left the queue (its memories changed since): htmx
+    is told which card to mark, as the 409 is not swapped into the page."""
+    back = reverse("ui:review", args=[access.project.slug])
+    if error.code != "proposal_stale":
+        return refuse(request, error, back=back)
+    text = f"Not applied: {error.message}. The proposal is stale and has left the review queue."
+    response = refuse(request, text, back=back, status=error.status)
+    if is_htmx(request):
+        stale = {"card": card, "message": text, "count": waiting_total(access)}
+        response["HX-Trigger"] = json.dumps({"proposal-stale": stale})
+    return response
 
 
 @project_view(Role.REVIEWER)
@@ -80,7 +122,7 @@ def _decide(
     try:
         decide(action=action, actor=access.actor)
     except DomainError as error:
-        return refuse(request, error, back=reverse("ui:review", args=[access.project.slug]))
+        return _refused(request, access, error, f"proposal-{action.pk}")
     label = f"{verb} the {action.kind}."
     remember(request, access, label, [{"op": "consolidation", "id": str(action.pk)}])
     return _review_answer(request, access, label)
@@ -88,39 +130,80 @@ def _decide(
 
 @project_view(Role.REVIEWER)
 @require_POST
+def review_observation_approve(request: HttpRequest, access: Access, observation_id: int) -> HttpResponse:
+    """Write a proposed observation as a memory linked to what it cites."""
+    return _decide_observation(request, access, observation_id, observations.observation_approve, "Approved")
+
+
+@project_view(Role.REVIEWER)
+@require_POST
+def review_observation_reject(request: HttpRequest, access: Access, observation_id: int) -> HttpResponse:
+    """Reject an observation: nothing is written and the same memories are not observed again."""
+    return _decide_observation(request, access, observation_id, observations.observation_reject, "Rejected")
+
+
+def _decide_observation(
+    request: HttpRequest, access: Access, observation_id: int, decide: Callable[..., object], verb: str
+) -> HttpResponse:
+    observation = _observation(access, observation_id)
+    try:
+        decide(observation=observation, actor=access.actor)
+    except DomainError as error:
+        return _refused(request, access, error, f"observation-{observation.pk}")
+    label = f"{verb} the observation “{observation.content[:60]}”."
+    remember(request, access, label, [{"op": "observation", "id": str(observation.pk)}])
+    return _review_answer(request, access, label)
+
+
+@project_view(Role.REVIEWER)
+@require_POST
 def review_bulk(request: HttpRequest, access: Access) -> HttpResponse:
-    """Approve or reject every ticked proposal still waiting."""
+    """Approve or reject every ticked proposal still waiting, merges and observations alike."""
     back = reverse("ui:review", args=[access.project.slug])
     decision = request.POST.get("action")
     if decision not in ("approve", "reject"):
         return refuse(request, "Choose approve or reject.", back=back, status=422)
-    actions = selectors.actions_by_id(project=access.project, ids=request.POST.getlist("ids"))
-    steps, changed = [], 0
+    ticked = request.POST.getlist("ids")
+    actions = selectors.actions_by_id(project=access.project, ids=ticked)
+    observed = [tick.removeprefix(OBSERVATION_TICK) for tick in ticked if tick.startswith(OBSERVATION_TICK)]
+    found = selectors.observations_by_id(project=access.project, ids=observed)
+    steps: list[dict[str, str]] = []
     for action in actions:
-        try:
-            if decision == "approve":
-                services.action_approve(action=action, actor=access.actor)
-            else:
-                services.action_reject(action=action, actor=access.actor)
-        except DomainError:
-            continue
-        changed += 1
-        steps.append({"op": "consolidation", "id": str(action.pk)})
-    text = f"{'Approved' if decision == 'approve' else 'Rejected'} {changed} of {len(actions)} consolidation proposals."
-    if skipped := len(actions) - changed:
+        decide = services.action_approve if decision == "approve" else services.action_reject
+        if _applied(decide, action=action, actor=access.actor):
+            steps.append({"op": "consolidation", "id": str(action.pk)})
+    for observation in found:
+        judge = observations.observation_approve if decision == "approve" else observations.observation_reject
+        if _applied(judge, observation=observation, actor=access.actor):
+            steps.append({"op": "observation", "id": str(observation.pk)})
+    asked, changed = len(actions) + len(found), len(steps)
+    text = f"{'Approved' if decision == 'approve' else 'Rejected'} {changed} of {asked} consolidation proposals."
+    if skipped := asked - changed:
         text += f" {skipped} could not be: decided already, or their memories changed since."
     remember(request, access, text, steps)
     if not is_htmx(request):
         return done(request, text, back=back)
+    user_id = request.POST.get("user", "").strip()
     context = page_context(
         access,
-        consolidations=proposal_items(access, user_id=request.POST.get("user", "").strip()),
-        consolidation_total=selectors.proposals_count(project=access.project),
+        consolidations=proposal_items(access, user_id=user_id),
+        observations=waiting_observations(access, user_id=user_id),
+        consolidation_total=waiting_total(access),
         consolidation_notice=text,
         undo=undo_label(request, access),
         oob=True,
     )
     return render(request, "ui/review.html#consolidations", context)
+
+
+def _applied(decide: Callable[..., object], **arguments: Any) -> bool:
+    """Whether one decision of a bulk went through; a refused one (decided already, stale) is
+    counted as skipped, not raised: the others still apply."""
+    try:
+        decide(**arguments)
+    except DomainError:
+        return False
+    return True
 
 
 # --- runs -------------------------------------------------------------------------------------------
@@ -141,7 +224,7 @@ def runs(request: HttpRequest, access: Access) -> HttpResponse:
         access,
         runs=selectors.runs_for_project(project=access.project, user_id=user_id, limit=RUNS_SHOWN),
         user_filter=user_id,
-        waiting=selectors.proposals_count(project=access.project),
+        waiting=waiting_total(access),
         nav="review",
     )
     return render(request, "ui/consolidations.html", context)
@@ -154,17 +237,31 @@ def _action(access: Access, action_id: int) -> ConsolidationAction:
         raise Http404(error.message) from error
 
 
+def _observation(access: Access, observation_id: int) -> ConsolidationObservation:
+    try:
+        return selectors.observation_get(project=access.project, observation_id=observation_id)
+    except NotFound as error:
+        raise Http404(error.message) from error
+
+
 def _run_context(access: Access, run_id: str) -> dict[str, Any]:
     try:
         run = selectors.run_get(project=access.project, run_id=run_id)
     except NotFound as error:
         raise Http404(error.message) from error
-    return page_context(access, run=run, actions=selectors.run_actions(run=run), nav="review")
+    return page_context(
+        access,
+        run=run,
+        actions=selectors.run_actions(run=run),
+        observations=observation_items(access, selectors.run_observations(run=run)),
+        nav="review",
+    )
 
 
 @project_view()
 def run_page(request: HttpRequest, access: Access, run_id: str) -> HttpResponse:
-    """One consolidation: status (refreshing while it runs), counts, and each merge or supersede."""
+    """One consolidation: status (refreshing while it runs), counts, each merge or supersede and
+    each observation."""
     template = "ui/consolidation.html#run" if is_htmx(request) else "ui/consolidation.html"
     return render(request, template, _run_context(access, run_id))
 
@@ -180,3 +277,17 @@ def action_undo(request: HttpRequest, access: Access, action_id: int) -> HttpRes
     except DomainError as error:
         return refuse(request, error, back=back)
     return done(request, f"Undone: the {action.kind} of “{action.retired.content[:60]}”.", back=back)
+
+
+@project_view(Role.REVIEWER)
+@require_POST
+def observation_undo(request: HttpRequest, access: Access, observation_id: int) -> HttpResponse:
+    """Take back an applied observation: its memory is deleted (softly) and the same memories are
+    not observed again."""
+    observation = _observation(access, observation_id)
+    back = reverse("ui:consolidation", args=[access.project.slug, observation.run_id])
+    try:
+        observations.observation_undo(observation=observation, actor=access.actor)
+    except DomainError as error:
+        return refuse(request, error, back=back)
+    return done(request, f"Undone: the observation “{observation.content[:60]}”.", back=back)

@@ -16,7 +16,6 @@ from django.views.decorators.http import require_POST
 
 from capture.models import CaptureJob
 from common.errors import DomainError
-from consolidation import selectors as consolidation_selectors
 from conversations.window import clean_window
 from memories import services
 from memories.models import Memory, MemoryEdge, Role, Status
@@ -25,7 +24,7 @@ from retrieval.vectors.duplicates import similar_memories
 from ui import selectors as ui_selectors
 from ui.forms import MemoryFieldsForm, ReviewFilterForm
 from ui.views.access import Access, done, is_htmx, page_context, project_view, refuse
-from ui.views.consolidation import proposal_items
+from ui.views.consolidation import proposal_items, waiting_observations, waiting_total
 from ui.views.review_undo import remember, undo_label, undo_last
 
 TEMPLATE = "ui/review.html"
@@ -133,13 +132,14 @@ def queue_context(request: HttpRequest, access: Access, query: QueryDict, **extr
     # filters say how many of those are shown.
     total = ui_selectors.review_queue(project=access.project).count()
     shown = queryset.count() if len(memories) == QUEUE_LIMIT else len(memories)
-    # What consolidation proposed (docs/adr/0093-consolidation.md), of the end user filtered on.
-    consolidations = proposal_items(access, user_id=filter_form.filters().get("user_id", ""))
+    # What consolidation proposed (docs/adr/0093-consolidation.md, 0110), of the end user filtered on.
+    user_id = filter_form.filters().get("user_id", "")
     return page_context(
         access,
         items=items,
-        consolidations=consolidations,
-        consolidation_total=consolidation_selectors.proposals_count(project=access.project),
+        consolidations=proposal_items(access, user_id=user_id),
+        observations=waiting_observations(access, user_id=user_id),
+        consolidation_total=waiting_total(access),
         total=total,
         shown=shown,
         filter_form=filter_form,

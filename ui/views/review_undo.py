@@ -2,7 +2,7 @@
 
 The last action of a reviewer on a project is held in their session as a list of steps,
 each naming what to reverse (a memory's approval, rejection or merge, or a consolidation
-proposal's approval or rejection). Undo runs the reversing service for every step and writes new
+proposal's or observation's approval or rejection). Undo runs the reversing service for every step and writes new
 revisions ("unapprove", "restore", "edit"): history keeps both the action and its undo.
 A step whose memory has changed since (someone else acted on it) is refused by the service
 and reported, never forced.
@@ -15,6 +15,7 @@ from typing import Any
 from django.http import HttpRequest
 
 from common.errors import Conflict, DomainError
+from consolidation import observations
 from consolidation import selectors as consolidation_selectors
 from consolidation import services as consolidation_services
 from memories import services
@@ -45,6 +46,11 @@ def _reverse(access: Access, step: dict[str, Any], reason: str) -> None:
         # A consolidation proposal approved (its memories changed back) or rejected: waiting again.
         action = consolidation_selectors.action_get(project=access.project, action_id=step.get("id", ""))
         consolidation_services.action_undo(action=action, actor=access.actor, reopen=True)
+        return
+    if step.get("op") == "observation":
+        # An observation approved (its memory deleted again) or rejected: waiting again.
+        observation = consolidation_selectors.observation_get(project=access.project, observation_id=step.get("id", ""))
+        observations.observation_undo(observation=observation, actor=access.actor, reopen=True)
         return
     found = ui_selectors.memories_by_ids(project=access.project, ids=[step.get("id", ""), step.get("into", "")])
     by_id = {str(m.pk): m for m in found}

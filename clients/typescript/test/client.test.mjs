@@ -124,6 +124,15 @@ test("capture queues a job that can be read back, and export feeds import", asyn
   assert.ok(result.skipped >= 1);
 });
 
+test("a consolidation is read back with its counts, the observations' among them", async () => {
+  const accepted = await hub.consolidate("erin");
+  const run = await hub.consolidation(accepted.job_id, "erin");
+  assert.deepEqual([run.job_id, run.status], [accepted.job_id, "queued"]);
+  const names = ["kept", "merged", "observation_groups", "observations_proposed", "observed", "proposed", "superseded"];
+  assert.deepEqual(Object.keys(run.counts).sort(), names);
+  assert.ok(Object.values(run.counts).every((count) => count === 0));
+});
+
 test("the scratchpad keeps keys with slashes", async () => {
   await hub.putScratchpad("plan/step-1", { user_id: user, value: { done: false } });
   assert.deepEqual((await hub.getScratchpad("plan/step-1", user)).value, { done: false });

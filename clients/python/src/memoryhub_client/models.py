@@ -239,12 +239,17 @@ class ScratchpadList:
 @dataclass(frozen=True)
 class ConsolidationCounts:
     """What a consolidation did: merges and supersedes applied, proposals left for review,
-    close pairs judged distinct."""
+    close pairs judged distinct; observations written, left for review, and the groups of
+    related memories the LLM was asked about. The observation counts default to 0 so this client
+    still reads a server from before them (it wrote none)."""
 
     merged: int
     superseded: int
     kept: int
     proposed: int
+    observed: int = 0
+    observations_proposed: int = 0
+    observation_groups: int = 0
 
 
 @dataclass(frozen=True)
