@@ -26,7 +26,8 @@ from capture.models import CaptureJob
 from capture.pipeline import Outcome, run_job
 from capture.proposals import KINDS, SCOPES
 from memories.models import DEFAULT_TAXONOMY, Memory, MemoryEdge, Project
-from memories.services import MemoryDraft, memory_create, project_get_or_create
+from memories.services import MemoryDraft, memory_create
+from memories.tenancy import project_get_or_create
 from retrieval.vectors.memory_vectors import embed_memories
 
 SPLITS = ("tune", "heldout")

@@ -24,7 +24,7 @@ from capture import services as capture_services
 from evaluation.capture import _run_to_the_end
 from evaluation.natural import any_alias_in, load_natural
 from memories.models import Memory, Project, Status
-from memories.services import project_get_or_create
+from memories.tenancy import project_get_or_create
 from profiles.services import profile_rebuild
 from retrieval.ranking.tokens import count_tokens
 

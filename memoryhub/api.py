@@ -19,7 +19,7 @@ from common.parsing import StorableJSONParser, UnstorableBody
 from consolidation.api import router as consolidation_router
 from conversations.api import router as conversations_router
 from integrations.api import router as transfer_router
-from memories import services
+from memories import tenancy
 from memories.api import router as memories_router
 from memories.models import ApiKey
 from memories.scratchpad_api import router as scratchpad_router
@@ -35,7 +35,7 @@ class ApiKeyAuth(HttpBearer):
 
     def authenticate(self, request: HttpRequest, token: str) -> ApiKey | None:
         # From here on this request's connection sees only its project's rows (row_security.py).
-        return services.api_key_authenticate(token=token)
+        return tenancy.api_key_authenticate(token=token)
 
 
 api = NinjaAPI(

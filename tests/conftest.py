@@ -20,7 +20,7 @@ import pytest
 from django.test import Client
 from redis import Redis
 
-from memories import services
+from memories import tenancy
 from memories.models import Project
 
 pytest_plugins = ["tests.support.openai_fixtures"]
@@ -172,23 +172,23 @@ class ApiClient:
 
 @pytest.fixture
 def project(db: None) -> Project:
-    return services.project_get_or_create(slug="acme-agent", team_slug="acme")
+    return tenancy.project_get_or_create(slug="acme-agent", team_slug="acme")
 
 
 @pytest.fixture
 def other_project(db: None) -> Project:
-    return services.project_get_or_create(slug="rival-agent", team_slug="rival")
+    return tenancy.project_get_or_create(slug="rival-agent", team_slug="rival")
 
 
 @pytest.fixture
 def api(project: Project) -> ApiClient:
-    _, plain = services.api_key_create(project=project, name="tests")
+    _, plain = tenancy.api_key_create(project=project, name="tests")
     return ApiClient(client=Client(), key=plain, project=project)
 
 
 @pytest.fixture
 def other_api(other_project: Project) -> ApiClient:
-    _, plain = services.api_key_create(project=other_project, name="tests")
+    _, plain = tenancy.api_key_create(project=other_project, name="tests")
     return ApiClient(client=Client(), key=plain, project=other_project)
 
 

@@ -22,7 +22,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from integrations.mcp.server import build_server
 from integrations.mcp.tools import Principal
-from memories.services import api_key_authenticate
+from memories.tenancy import api_key_authenticate
 
 USER_HEADER = "X-MemoryHub-User"
 

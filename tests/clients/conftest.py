@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from memoryhub_client import MemoryHub
 
-from memories import services
+from memories import tenancy
 from memories.models import Project
 from tests.support.rate_limiting_proxy import RateLimitingProxy
 
 
 def key_for(project: Project) -> str:
-    _, plain = services.api_key_create(project=project, name="client tests")
+    _, plain = tenancy.api_key_create(project=project, name="client tests")
     return plain
 
 

@@ -12,7 +12,7 @@ from uuid import UUID
 import pytest
 
 from capture.models import CaptureJob
-from memories import services
+from memories import tenancy
 from memories.models import Memory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -119,7 +119,7 @@ def test_export_then_import_into_another_project(cli, other_project, tmp_path):
     cli("remember", "Alice deploys on Fridays.")
     path = tmp_path / "alice.jsonl"
     assert cli("export", "-o", str(path)).returncode == 0
-    _, other_key = services.api_key_create(project=other_project, name="cli")
+    _, other_key = tenancy.api_key_create(project=other_project, name="cli")
     cli.env["MEMORYHUB_API_KEY"] = other_key
     result = cli.json("import", str(path))
     assert result["imported"]["memories"] == 1

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from integrations.transfer import export_lines, import_lines
-from memories import services
+from memories import tenancy
 from memories.models import Memory, MemoryEdge, MemoryRevision
 
 
@@ -115,7 +115,7 @@ def test_commands_export_and_import(api, tmp_path) -> None:
     call_command("export", "--project", api.project.slug, "--conversations", stdout=out)
     path = tmp_path / "acme.jsonl"
     path.write_text(out.getvalue())
-    services.project_get_or_create(slug="acme-copy", team_slug="acme")
+    tenancy.project_get_or_create(slug="acme-copy", team_slug="acme")
     report = io.StringIO()
     call_command("import", "--project", "acme-copy", str(path), stdout=report)
     assert json.loads(report.getvalue())["imported"]["memories"] == 6

@@ -8,7 +8,7 @@ import pytest
 from django.test import Client, override_settings
 
 from common.errors import Invalid
-from memories import services
+from memories import services, tenancy
 from memories.models import ApiKey, Memory, MemoryEdge
 
 
@@ -94,7 +94,7 @@ def test_missing_or_revoked_key_is_401(api, make_memory):
     wrong = Client().get("/api/v1/memories", {"user_id": "alice"}, headers={"Authorization": "Bearer mh_nope"})
     assert (wrong.status_code, error_code(wrong)) == (401, "unauthorized")
     assert api.get("/memories", user_id="alice").status_code == 200
-    services.api_key_revoke(key=ApiKey.objects.get(project=api.project))
+    tenancy.api_key_revoke(key=ApiKey.objects.get(project=api.project))
     revoked = api.get("/memories", user_id="alice")
     assert (revoked.status_code, error_code(revoked)) == (401, "unauthorized")
 

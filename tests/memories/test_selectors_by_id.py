@@ -6,7 +6,7 @@ from memories import services
 from memories.models import ApiKey, Memory
 from memories.schemas import memory_out
 from memories.selectors import api_key_active, memories_by_id, memories_visible, with_relations
-from memories.services import api_key_revoke, hash_api_key
+from memories.tenancy import api_key_revoke, hash_api_key
 
 
 def stored(make_memory, **fields) -> Memory:

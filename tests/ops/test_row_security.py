@@ -99,13 +99,13 @@ def _tenant_project() -> str:
 
 
 def test_a_key_lookup_enters_the_keys_project_in_the_same_statement(api, django_assert_num_queries):
-    from memories import services  # noqa: PLC0415
+    from memories import tenancy  # noqa: PLC0415
 
     assert row_security.available()  # known per alias once: not part of what is counted below
-    services.api_key_authenticate(token=api.key)  # marks the key used, so the next call only reads
+    tenancy.api_key_authenticate(token=api.key)  # marks the key used, so the next call only reads
     row_security.leave()
     with django_assert_num_queries(1):
-        assert services.api_key_authenticate(token=api.key) is not None
+        assert tenancy.api_key_authenticate(token=api.key) is not None
     try:
         assert (_current_role(), _tenant_project()) == (row_security.ROLE, str(api.project.pk))
         assert connection.memoryhub_tenant == api.project.pk  # type: ignore[attr-defined]
@@ -115,8 +115,8 @@ def test_a_key_lookup_enters_the_keys_project_in_the_same_statement(api, django_
 
 
 def test_an_unknown_key_enters_no_project(api):
-    from memories import services  # noqa: PLC0415
+    from memories import tenancy  # noqa: PLC0415
 
-    assert services.api_key_authenticate(token="mh_not_a_key") is None
+    assert tenancy.api_key_authenticate(token="mh_not_a_key") is None
     assert (_current_role(), _tenant_project()) == ("none", "")
     assert getattr(connection, "memoryhub_tenant", None) is None

@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.test import Client
 
-from memories import services
+from memories import tenancy
 from memories.models import ApiKey, Project
 
 
@@ -21,7 +21,7 @@ def seed() -> str:
 def test_a_database_with_projects_is_left_alone_with_its_admin(db, settings, tmp_path):
     settings.MEMORYHUB_HOME = tmp_path
     admin = get_user_model().objects.create_superuser("admin", password="their-own-password")
-    services.project_get_or_create(slug="prod-agent", team_slug="prod")
+    tenancy.project_get_or_create(slug="prod-agent", team_slug="prod")
     keys = ApiKey.objects.count()
     assert "no demo seeded" in seed()
     admin.refresh_from_db()
@@ -53,7 +53,7 @@ def test_the_demo_workspace_is_not_rate_limited_by_hand_and_settings_say_why(db,
     key = seed().strip().splitlines()[-1]
     demo = Project.objects.get(slug="demo")
     assert demo.retrieval_rate_limit >= 300  # well above clicking through the playground and the API docs
-    assert services.project_get_or_create(slug="prod-agent", team_slug="prod").retrieval_rate_limit == 10
+    assert tenancy.project_get_or_create(slug="prod-agent", team_slug="prod").retrieval_rate_limit == 10
     headers = {"Authorization": f"Bearer {key}"}
     for _ in range(12):
         body = {"user_id": "demo-user", "query": "which editor?"}

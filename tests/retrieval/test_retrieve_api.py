@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from ninja import schema as ninja_schema
 from pydantic import ValidationError
 
-from memories import services
+from memories import services, tenancy
 from memories.models import Memory, Project
 from retrieval import engine
 from retrieval.embedding import embedders
@@ -464,7 +464,7 @@ def test_memories_are_fenced_as_data_in_the_judges_prompt(api, alice_memories, l
 def test_one_tenants_texts_never_warm_another_tenants_query_cache(api, other_project, settings, fake_openai):
     settings.MEMORYHUB_LLM_BASE_URL, settings.OPENAI_API_KEY = fake_openai.base_url, "k"
     rival = ApiClient(
-        client=api.client, key=services.api_key_create(project=other_project, name="t")[1], project=other_project
+        client=api.client, key=tenancy.api_key_create(project=other_project, name="t")[1], project=other_project
     )
     Project.objects.filter(pk__in=[api.project.pk, other_project.pk]).update(
         active_embedding_model="fake-embed", retrieval_rate_limit=0

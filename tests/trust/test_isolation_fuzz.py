@@ -25,7 +25,7 @@ import pytest
 from django.test import Client
 
 from capture.models import CaptureJob
-from memories import services
+from memories import tenancy
 from memories.models import Memory, Project, ScratchpadEntry
 
 pytestmark = pytest.mark.django_db
@@ -124,9 +124,9 @@ def world() -> tuple[Tenant, Tenant]:
     client = Client()
     tenants = []
     for slug in ("fuzz-a", "fuzz-b"):
-        project = services.project_get_or_create(slug=slug, team_slug=slug)
+        project = tenancy.project_get_or_create(slug=slug, team_slug=slug)
         Project.objects.filter(pk=project.pk).update(retrieval_rate_limit=0)
-        _, key = services.api_key_create(project=project, name="fuzz")
+        _, key = tenancy.api_key_create(project=project, name="fuzz")
         tenants.append(Tenant(project=project, key=key))
     a, b = tenants
     for user_id in ("alice", "bob"):

@@ -23,7 +23,7 @@ from django.db import close_old_connections
 from hypothesis import HealthCheck, Phase, settings
 from schemathesis.specs.openapi import checks
 
-from memories import services
+from memories import tenancy
 from memories.models import Project
 
 EXAMPLES = int(os.environ.get("SCHEMA_FUZZ_EXAMPLES", "4"))
@@ -49,9 +49,9 @@ def report() -> Iterator[None]:
 
 @pytest.fixture
 def key(db: None) -> Iterator[str]:
-    project = services.project_get_or_create(slug="schema-fuzz", team_slug="schema-fuzz")
+    project = tenancy.project_get_or_create(slug="schema-fuzz", team_slug="schema-fuzz")
     Project.objects.filter(pk=project.pk).update(retrieval_rate_limit=0)
-    _, plain = services.api_key_create(project=project, name="fuzz")
+    _, plain = tenancy.api_key_create(project=project, name="fuzz")
     # As Django's test client does: the request must not close the test's connection.
     signals.request_started.disconnect(close_old_connections)
     signals.request_finished.disconnect(close_old_connections)

@@ -12,7 +12,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from memories import services
+from memories import services, tenancy
 from memories.models import Membership, Memory, Project, Status
 
 PASSWORD = "correct horse battery staple"
@@ -33,7 +33,7 @@ def person(project: Project) -> Callable[[str], Any]:
     def make(role: str) -> Any:
         user = get_user_model().objects.create_user(username=f"{role}-person", password=PASSWORD)
         if role == "outsider":
-            elsewhere = services.project_get_or_create(slug="elsewhere", team_slug="elsewhere")
+            elsewhere = tenancy.project_get_or_create(slug="elsewhere", team_slug="elsewhere")
             Membership.objects.create(team=elsewhere.team, user=user, role="admin")
         else:
             Membership.objects.create(team=project.team, user=user, role=role)

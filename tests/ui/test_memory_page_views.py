@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from capture.models import CaptureJob
 from conversations.models import Conversation
-from memories import services
+from memories import services, tenancy
 
 
 def _page(client, project, memory):
@@ -42,7 +42,7 @@ def test_a_source_naming_another_projects_job_links_nowhere(client_as, project, 
 
 
 def test_history_names_the_api_key_and_the_person_instead_of_raw_ids(client_as, project):
-    key, _ = services.api_key_create(project=project, name="support bot")
+    key, _ = tenancy.api_key_create(project=project, name="support bot")
     draft = services.MemoryDraft(user_id="alice", content="Alice likes tea.")
     memory = services.memory_create(project=project, draft=draft, actor=f"api_key:{key.prefix}", embed_inline=False)
     services.memory_archive(memory=memory, actor="user:reviewer-person", reason="old")

@@ -15,7 +15,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from capture.models import CaptureJob
-from memories import services
+from memories import services, tenancy
 from memories.models import ApiKey, Membership, Memory, MemoryEdge, Project, Status
 
 RANK = {"viewer": 0, "reviewer": 1, "admin": 2}
@@ -123,7 +123,7 @@ def _review_writes(project: Project, make: Any) -> dict[str, Case]:
 
 def _admin_writes(project: Project) -> dict[str, Case]:
     base = f"/p/{project.slug}"
-    key, _ = services.api_key_create(project=project, name="old")
+    key, _ = tenancy.api_key_create(project=project, name="old")
     newcomer = get_user_model().objects.create_user(username="newcomer")
     leaving = Membership.objects.create(
         team=project.team, user=get_user_model().objects.create_user(username="leaving")

@@ -6,7 +6,7 @@ import json
 
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from memories import services
+from memories import tenancy
 from memories.models import Memory
 
 
@@ -22,7 +22,7 @@ def test_an_admin_exports_and_imports_into_another_project_of_the_team(client_as
     assert response.status_code == 200 and 'filename="acme-agent.jsonl"' in response["Content-Disposition"]
     lines = [json.loads(line) for line in response.content.decode().splitlines()]
     assert lines[0]["type"] == "header" and sum(line["type"] == "memory" for line in lines) == 3
-    twin = services.project_get_or_create(slug="acme-twin", team_slug="acme")
+    twin = tenancy.project_get_or_create(slug="acme-twin", team_slug="acme")
     first = _upload(client, twin.slug, response.content)
     assert first.status_code == 200 and 'id="import-done"' in first.content.decode()
     assert Memory.objects.filter(project=twin).count() == 3

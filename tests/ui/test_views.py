@@ -7,7 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from capture.models import CaptureJob
-from memories import services
+from memories import services, tenancy
 from memories.models import Membership, Memory, MemoryRevision, Status
 from retrieval.models import RetrievalLog
 
@@ -385,7 +385,7 @@ def test_a_new_api_key_is_shown_once_and_stored_hashed(client_as, project):
     plain = response.context["plain_key"]
     assert plain in response.content.decode() and response["Cache-Control"] == "no-store"
     assert plain not in client.get(f"/p/{project.slug}/keys/").content.decode()
-    assert services.hash_api_key(plain) == project.api_keys.get(name="bot").key_hash
+    assert tenancy.hash_api_key(plain) == project.api_keys.get(name="bot").key_hash
 
 
 def test_settings_reject_a_bad_taxonomy_and_keep_the_old_one(client_as, project):

@@ -15,7 +15,7 @@ from django.utils.http import urlsafe_base64_encode
 from django.views.decorators.http import require_POST
 
 from common.errors import DomainError
-from memories import demo, services
+from memories import demo, tenancy
 from memories.models import ApiKey, Project, Role
 from retrieval.embedding.reembed import get_progress
 from retrieval.llm import llm_configured
@@ -39,9 +39,7 @@ def api_keys(request: HttpRequest, access: Access) -> HttpResponse:
     form = ApiKeyForm(request.POST)
     if not form.is_valid():
         return render(request, "ui/keys.html", _keys_context(access, form=form), status=422)
-    key, plain = services.api_key_create(
-        project=access.project, name=form.cleaned_data["name"], created_by=request.user
-    )
+    key, plain = tenancy.api_key_create(project=access.project, name=form.cleaned_data["name"], created_by=request.user)
     context = _keys_context(access, new_key=key, plain_key=plain)
     # The plain key must never be cached or replayed from history.
     response = render(request, "ui/keys.html#keys" if is_htmx(request) else "ui/keys.html", context)
@@ -57,7 +55,7 @@ def api_key_revoke(request: HttpRequest, access: Access, key_id: int) -> HttpRes
     back = reverse("ui:keys", args=[access.project.slug])
     if key is None:
         return refuse(request, "No such key.", back=back, status=404)
-    services.api_key_revoke(key=key)
+    tenancy.api_key_revoke(key=key)
     if not is_htmx(request):
         return done(request, f"Key {key.prefix}… revoked.", back=back)
     return render(request, "ui/keys.html#keys", _keys_context(access, notice=f"Key {key.prefix}… revoked."))
@@ -111,7 +109,7 @@ def project_settings(request: HttpRequest, access: Access) -> HttpResponse:
     form = ProjectSettingsForm(request.POST, initial=initial)
     if form.is_valid():
         try:
-            services.project_settings_update(project=access.project, changes=form.changes())
+            tenancy.project_settings_update(project=access.project, changes=form.changes())
             return done(request, "Settings saved.", back=reverse("ui:settings", args=[access.project.slug]))
         except DomainError as error:
             form.add_error(None, error.message)
@@ -138,7 +136,7 @@ def members(request: HttpRequest, access: Access) -> HttpResponse:
     form = MemberAddForm(request.POST)
     if form.is_valid():
         try:
-            services.membership_add(team=access.project.team, **form.cleaned_data)
+            tenancy.membership_add(team=access.project.team, **form.cleaned_data)
             back = reverse("ui:members", args=[access.project.slug])
             return done(request, f"{form.cleaned_data['username']} added.", back=back)
         except DomainError as error:
@@ -161,7 +159,7 @@ def person_create(request: HttpRequest, access: Access) -> HttpResponse:
     form = PersonCreateForm(request.POST)
     if form.is_valid():
         try:
-            membership = services.person_create(
+            membership = tenancy.person_create(
                 team=access.project.team, username=form.cleaned_data["new_username"], role=form.cleaned_data["new_role"]
             )
         except DomainError as error:
@@ -203,12 +201,12 @@ def member_change(request: HttpRequest, access: Access, membership_id: int, acti
     name = membership.user.get_username()
     try:
         if action == "remove":
-            services.membership_remove(membership=membership)
+            tenancy.membership_remove(membership=membership)
             return done(request, f"{name} removed.", back=back)
         form = MemberRoleForm(request.POST)
         if not form.is_valid():
             return refuse(request, "Choose a role.", back=back, status=422)
-        services.membership_set_role(membership=membership, role=form.cleaned_data["role"])
+        tenancy.membership_set_role(membership=membership, role=form.cleaned_data["role"])
     except DomainError as error:
         return refuse(request, error, back=back)
     return done(request, f"{name} is now {form.cleaned_data['role']}.", back=back)

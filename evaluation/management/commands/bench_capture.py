@@ -39,7 +39,7 @@ from common.redis import redis_client
 from evaluation import machine
 from evaluation.harness import Service
 from memories.models import Project
-from memories.services import api_key_create, project_get_or_create
+from memories.tenancy import api_key_create, project_get_or_create
 
 PROJECT = "bench-capture"
 WINDOW = [

@@ -13,7 +13,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from evaluation.synthetic import synthetic_sentences
-from memories import services
+from memories import services, tenancy
 from memories.models import Memory, Project
 from retrieval.embedding import reembed
 from retrieval.embedding.embedders import LOCAL_MODEL_NAME, LocalEmbedder
@@ -80,7 +80,7 @@ class Command(BaseCommand):
 
 
 def _fresh_bench_project(count: int) -> Project:
-    project = services.project_get_or_create(slug="bench-embed")
+    project = tenancy.project_get_or_create(slug="bench-embed")
     project.memories.all().delete()
     texts = synthetic_sentences(count, seed=2, tag=uuid.uuid4().hex[:6])
     # Seeding only: raw rows, no revisions or embedding jobs, so the job below does all the work.

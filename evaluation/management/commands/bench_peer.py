@@ -36,7 +36,7 @@ from django.test import Client
 from evaluation import machine, metrics
 from evaluation.datasets import Dataset, load_locomo
 from evaluation.management.commands.eval_retrieval import clear_project, eval_project, eval_slug
-from memories import services
+from memories import tenancy
 from memories.models import Project
 from retrieval.embedding.embedders import LocalEmbedder, get_embedder
 from retrieval.embedding.vector_cache import forget_cached, project_cache_name
@@ -122,7 +122,7 @@ def measure_memoryhub(dataset: Dataset, *, log: Any) -> dict[str, Any]:
     add_s = time.perf_counter() - started
     back = {memory_id: corpus_id for corpus_id, memory_id in ids.items()}
     engine = _ask(dataset, back, lambda case: _engine(project, case), project=project)
-    _, key = services.api_key_create(project=project, name="bench-peer")
+    _, key = tenancy.api_key_create(project=project, name="bench-peer")
     client = Client(HTTP_HOST="localhost")
     api = _ask(dataset, back, lambda case: _api(client, key, case), project=project)
     return {

@@ -35,7 +35,7 @@ from evaluation import machine
 from evaluation.harness import Service
 from evaluation.process_cpu import CpuWindow, descendants
 from evaluation.synthetic import varied_memories
-from memories import services
+from memories import services, tenancy
 from memories.fields import vector_literal
 from memories.models import Embedding, EmbeddingStatus, Memory, Project
 from retrieval.embedding.embedders import LOCAL_MODEL_NAME, embedder_for_model
@@ -66,7 +66,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         project = seed(options["memories"], log=self.stderr.write)
-        _, key = services.api_key_create(project=project, name="bench")
+        _, key = tenancy.api_key_create(project=project, name="bench")
         report: dict[str, Any] = {
             "memories": project.memories.count(),
             "users": USERS,
@@ -248,7 +248,7 @@ def _own_rows(project: Project, user_id: str) -> int | None:
 
 
 def seed(count: int, *, log: Any) -> Project:
-    project = services.project_get_or_create(slug="bench-retrieve")
+    project = tenancy.project_get_or_create(slug="bench-retrieve")
     project.retrieval_rate_limit, project.hyde_enabled = 0, True
     project.save(update_fields=["retrieval_rate_limit", "hyde_enabled"])
     texts = varied_memories(count, seed=7)

@@ -38,7 +38,7 @@ from django.db import connection
 
 from capture.models import CaptureJob
 from evaluation.harness import Service
-from memories import services
+from memories import tenancy
 from memories.models import Memory, Project
 from serving import embedded
 
@@ -67,10 +67,10 @@ class Command(BaseCommand):
             "REDIS_URL"
         ) != embedded.redis_url(home):
             raise CommandError("drills stop and start the embedded servers: unset DATABASE_URL and REDIS_URL")
-        project = services.project_get_or_create(slug=f"drills-{uuid.uuid4().hex[:6]}", team_slug="drills")
+        project = tenancy.project_get_or_create(slug=f"drills-{uuid.uuid4().hex[:6]}", team_slug="drills")
         project.retrieval_rate_limit = 0
         project.save(update_fields=["retrieval_rate_limit"])
-        key = services.api_key_create(project=project, name="drills")[1]
+        key = tenancy.api_key_create(project=project, name="drills")[1]
         results = []
         with Service(worker=True, beat=True, env=ENV) as service:
             drill = Drill(service, key, home, project.pk)

@@ -17,7 +17,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from evaluation import consolidation as evaluation
-from memories import services as memory_services
+from memories import tenancy
 
 
 class Command(BaseCommand):
@@ -59,7 +59,7 @@ class Command(BaseCommand):
         self.stdout.write(f"\nreport: {report_dir / 'consolidation.json'}")
 
     def _throughput(self, options: dict[str, Any], report_dir: Path) -> None:
-        project = memory_services.project_get_or_create(slug="eval-consolidation", team_slug="eval-consolidation")
+        project = tenancy.project_get_or_create(slug="eval-consolidation", team_slug="eval-consolidation")
         figures = evaluation.measure_throughput(project=project, memories=options["memories"], new=options["new"])
         if not options["keep"]:
             evaluation.remove_user(project=project, user_id=figures["user_id"])

@@ -66,7 +66,7 @@ from evaluation.pipeline import (
     summarize,
     table,
 )
-from memories import services
+from memories import tenancy
 from memories.models import EmbeddingStatus, Memory
 
 
@@ -165,10 +165,10 @@ class Command(BaseCommand):
         project_ids = []
         for tenant in ["shared"] if options["shared_project"] else tenants:
             slug = f"eval-pipeline-{stamp}-{tenant}"[:50]
-            project = services.project_get_or_create(slug=slug, team_slug=f"eval-pipeline-{stamp}"[:50])
+            project = tenancy.project_get_or_create(slug=slug, team_slug=f"eval-pipeline-{stamp}"[:50])
             project.retrieval_rate_limit = 0  # no limit: an evaluation asks hundreds of questions per user
             project.save(update_fields=["retrieval_rate_limit"])
-            keys_by_tenant[tenant] = services.api_key_create(project=project, name="eval_pipeline")[1]
+            keys_by_tenant[tenant] = tenancy.api_key_create(project=project, name="eval_pipeline")[1]
             project_ids.append(project.pk)
         keys = {
             user: keys_by_tenant["shared" if options["shared_project"] else tenant]

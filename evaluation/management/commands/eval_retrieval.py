@@ -23,7 +23,7 @@ from django.test import Client
 
 from evaluation import baselines, metrics, report
 from evaluation.datasets import Case, Dataset, load_golden, load_locomo
-from memories import services
+from memories import services, tenancy
 from memories.models import Memory, Project
 from retrieval.ranking.keyword_stats import settle_after_bulk_load
 from retrieval.vectors.memory_vectors import embed_memories
@@ -52,7 +52,7 @@ class Command(BaseCommand):
         dataset = load_dataset(options)
         project, ids = eval_project(dataset, reuse=options["reuse"], log=self.stderr.write)
         # A host the default (loopback) ALLOWED_HOSTS accepts; the test client says "testserver".
-        client, key = Client(HTTP_HOST="localhost"), services.api_key_create(project=project, name="eval")[1]
+        client, key = Client(HTTP_HOST="localhost"), tenancy.api_key_create(project=project, name="eval")[1]
         # The default cut, as a user gets it, unless asked otherwise (--min-score 0 ranks).
         min_score = options["min_score"]
         budget = options["token_budget"] or (100_000 if options["dataset"] == "locomo" else project.token_budget)
@@ -149,7 +149,7 @@ def eval_slug(dataset: Dataset) -> str:
 
 def eval_project(dataset: Dataset, *, reuse: bool, log: Any) -> tuple[Project, dict[str, str]]:
     """The evaluation project of ``dataset``, loaded afresh (or reused) and settled; corpus id → memory id."""
-    project = services.project_get_or_create(slug=eval_slug(dataset), team_slug="eval")
+    project = tenancy.project_get_or_create(slug=eval_slug(dataset), team_slug="eval")
     project.retrieval_rate_limit, project.hyde_enabled = 0, False  # measure the engine, not the limiter
     project.save(update_fields=["retrieval_rate_limit", "hyde_enabled"])
     if reuse and project.memories.exists():

@@ -20,7 +20,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from evaluation.harness import Service, rss_mib
 from evaluation.synthetic import synthetic_sentences
-from memories import services
+from memories import tenancy
 
 
 class Command(BaseCommand):
@@ -39,10 +39,10 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         keys = []
         for n in range(options["tenants"]):
-            project = services.project_get_or_create(slug=f"load-{n}", team_slug="load")
+            project = tenancy.project_get_or_create(slug=f"load-{n}", team_slug="load")
             project.retrieval_rate_limit = 0
             project.save(update_fields=["retrieval_rate_limit"])
-            keys.append(services.api_key_create(project=project, name="load")[1])
+            keys.append(tenancy.api_key_create(project=project, name="load")[1])
         texts = synthetic_sentences(2000, seed=7, tag="load")
         with Service(worker=True) as service:
             for key in keys:

@@ -34,7 +34,7 @@ from mcp.client.streamable_http import streamable_http_client
 from evaluation.harness import Service
 from evaluation.management.commands.bench_retrieve import seed
 from evaluation.synthetic import synthetic_sentences
-from memories import services
+from memories import tenancy
 
 USER = "user-0"
 
@@ -48,7 +48,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         project = seed(options["memories"], log=self.stderr.write)
-        _, key = services.api_key_create(project=project, name="bench-mcp")
+        _, key = tenancy.api_key_create(project=project, name="bench-mcp")
         queries = synthetic_sentences(options["calls"], seed=99, tag="q")
         with Service(worker=False, ready="answering") as server:
             report = anyio.run(_measure, server.port, key, queries)

@@ -21,7 +21,7 @@ from django.db import connection
 
 from evaluation.synthetic import synthetic_sentences
 from integrations.transfer import export_lines, import_lines
-from memories import services
+from memories import services, tenancy
 from memories.models import Memory, MemoryEdge, MemoryRevision, Status
 
 
@@ -34,8 +34,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         count = options["memories"]
         tag = uuid.uuid4().hex[:8]
-        source = services.project_get_or_create(slug=f"bench-transfer-{tag}", team_slug="bench-transfer")
-        target = services.project_get_or_create(slug=f"bench-transfer-{tag}-copy", team_slug="bench-transfer")
+        source = tenancy.project_get_or_create(slug=f"bench-transfer-{tag}", team_slug="bench-transfer")
+        target = tenancy.project_get_or_create(slug=f"bench-transfer-{tag}-copy", team_slug="bench-transfer")
         started = time.perf_counter()
         self._generate(source, count)
         generated = time.perf_counter() - started

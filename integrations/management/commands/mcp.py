@@ -13,7 +13,7 @@ from common import row_security
 from integrations.mcp.server import build_server
 from integrations.mcp.tools import Principal
 from memories.models import Project
-from memories.services import api_key_authenticate
+from memories.tenancy import api_key_authenticate
 from retrieval.embedding.embedders import warm_queries
 
 

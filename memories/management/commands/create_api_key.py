@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from common.errors import Conflict, NotFound
-from memories import services
+from memories import tenancy
 from memories.models import Membership, Role
 
 
@@ -21,15 +21,15 @@ class Command(BaseCommand):
         parser.add_argument("--admin", help="username of a person to make an admin of the project's team")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        project = services.project_get_or_create(slug=options["project"], team_slug=options["team"])
+        project = tenancy.project_get_or_create(slug=options["project"], team_slug=options["team"])
         if options["admin"]:
             try:
-                services.membership_add(team=project.team, username=options["admin"], role=Role.ADMIN)
+                tenancy.membership_add(team=project.team, username=options["admin"], role=Role.ADMIN)
             except NotFound as error:
                 raise CommandError(error.message) from error
             except Conflict:
                 pass  # already a member: their role stays as the team's admins set it
-        key, plain = services.api_key_create(project=project, name=options["name"])
+        key, plain = tenancy.api_key_create(project=project, name=options["name"])
         self.stderr.write(f"Created key {key.prefix}… for project {project.slug}. It is shown once:")
         if not Membership.objects.filter(team=project.team).exists():
             self.stderr.write(

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from memories import demo, services
+from memories import demo, services, tenancy
 from memories.models import Membership, Project, Role, Status
 
 ACTOR = "system:demo"
@@ -37,10 +37,10 @@ class Command(BaseCommand):
         user = get_user_model().objects.create_user(
             username=_free_username(), password=password, is_staff=True, is_superuser=True
         )
-        project = services.project_get_or_create(slug="demo", team_slug="demo")
-        services.project_settings_update(project=project, changes={"retrieval_rate_limit": demo.DEMO_RATE_LIMIT})
+        project = tenancy.project_get_or_create(slug="demo", team_slug="demo")
+        tenancy.project_settings_update(project=project, changes={"retrieval_rate_limit": demo.DEMO_RATE_LIMIT})
         Membership.objects.create(team=project.team, user=user, role=Role.ADMIN)
-        _, key = services.api_key_create(project=project, name="demo", created_by=user)
+        _, key = tenancy.api_key_create(project=project, name="demo", created_by=user)
         text = (
             f"Demo login:  {user.get_username()} / {password}\n"
             f"Demo API key (project 'demo', user_id 'demo-user'):\n{key}\n"
