@@ -43,8 +43,11 @@ LOCAL_MAX_TOKENS = 256  # the model's max_seq_length; longer texts are truncated
 LOCAL_BATCH_SIZE = 32
 # Calls with at most this many texts (a query, with its conversation context) run on one thread.
 QUERY_TEXTS = 2
-# Appended to the model name in the vector cache's keys for vectors of the int8 route.
-INT8_ROUTE = ":int8"
+# Appended to the model name in the vector cache's keys for vectors of the int8 route; a new route
+# takes a new name, so that no vector of another route is served from the cache.
+INT8_ROUTE = ":int8-dynamic"
+# Names of int8 routes before this one: their cached vectors are only erased (they expire in a week).
+RETIRED_INT8_ROUTES = (":int8",)
 # onnxruntime fuses each residual Add and LayerNorm into one SkipLayerNormalization, whose CPU
 # kernel took ~100 us on a 37-token text where the LayerNormalization it replaces takes ~17 (ORT's
 # profiler): unfused, a LoCoMo turn embeds in 4.0 instead of 5.1 ms on one core (int8 route), 9.6

@@ -15,7 +15,7 @@ import numpy as np
 import redis
 
 from common.redis import redis_client
-from retrieval.embedding.embedders import INT8_ROUTE, Embedder, Vectors
+from retrieval.embedding.embedders import INT8_ROUTE, RETIRED_INT8_ROUTES, Embedder, Vectors
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +51,9 @@ def forget_cached(name: str = "*") -> int:
 
 
 def cache_names(model: str) -> tuple[str, ...]:
-    """Every name ``model``'s vectors may be cached under, one per route (erasure drops them all)."""
-    return (model, f"{model}{INT8_ROUTE}")
+    """Every name ``model``'s vectors may be cached under, one per route, retired routes too
+    (erasure drops them all)."""
+    return (model, f"{model}{INT8_ROUTE}", *(f"{model}{route}" for route in RETIRED_INT8_ROUTES))
 
 
 def embed_texts(

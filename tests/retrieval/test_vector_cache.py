@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from common.redis import redis_client
-from retrieval.embedding.embedders import INT8_ROUTE, LOCAL_MODEL_NAME, LocalEmbedder
+from retrieval.embedding.embedders import INT8_ROUTE, LOCAL_MODEL_NAME, RETIRED_INT8_ROUTES, LocalEmbedder
 from retrieval.embedding.vector_cache import cache_key, cache_names, embed_texts, forget_cached, project_cache_name
 
 # The cache is in Redis.
@@ -25,10 +25,20 @@ def test_each_route_of_the_local_model_caches_its_own_vectors() -> None:
     np.testing.assert_array_equal(second, int8.embed([text]))  # not the float32 vector cached first
     assert not np.array_equal(first, second)
     keys = [cache_key(name, text) for name in cache_names(LOCAL_MODEL_NAME)]
-    assert keys == [cache_key(LOCAL_MODEL_NAME, text), cache_key(LOCAL_MODEL_NAME + INT8_ROUTE, text)]
-    assert redis_client().exists(*keys) == 2
+    assert keys[:2] == [cache_key(LOCAL_MODEL_NAME, text), cache_key(LOCAL_MODEL_NAME + INT8_ROUTE, text)]
+    assert redis_client().exists(*keys) == 2  # the retired routes' names are erased, never written
     np.testing.assert_array_equal(embed_texts([text], embedder=int8), second)  # now from the cache
     redis_client().delete(*keys)
+
+
+def test_a_vector_cached_by_a_retired_route_is_never_served() -> None:
+    text = f"Cached by the route before ({uuid.uuid4().hex})."
+    retired = cache_key(LOCAL_MODEL_NAME + RETIRED_INT8_ROUTES[0], text)
+    redis_client().set(retired, np.ones(384, dtype=np.float32).tobytes())
+    int8 = LocalEmbedder()
+    np.testing.assert_array_equal(embed_texts([text], embedder=int8), int8.embed([text]))
+    assert retired in {cache_key(name, text) for name in cache_names(LOCAL_MODEL_NAME)}  # erasure drops it
+    redis_client().delete(*(cache_key(name, text) for name in cache_names(LOCAL_MODEL_NAME)))
 
 
 def test_forgetting_a_projects_query_vectors_keeps_every_other_cached_vector() -> None:
