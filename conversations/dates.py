@@ -34,6 +34,14 @@ MONTHS = (
 )
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "a couple of": 2}
 _FUTURE = re.compile(r"\b(?:will|'ll|going to|gonna|plan(?:s|ning)? to|next|tomorrow|upcoming|soon)\b", _I)
+# A present tense that schedules ("the twins start nursery in april", "i'm moving in june"): a bare
+# month read forward, unless something in the clause is plainly past.
+_SCHEDULED = re.compile(
+    r"\b(?:starts?|begins?|opens?|ends?|finishes|closes|(?:is|are|'s|'re|'m|am) due|starting|beginning|"
+    r"moving|leaving|flying|visiting|travell?ing|getting married)\b",
+    _I,
+)
+_PAST = re.compile(r"\b(?:was|were|had|did|got|went|came|began|started|ended|moved|left|born|ago|last|already)\b", _I)
 _WEEKDAY = "|".join(WEEKDAYS)
 _PARTS = "morning|afternoon|evening|night"
 _MONTH = "|".join(MONTHS)
@@ -152,7 +160,8 @@ def _resolved(name: str, match: re.Match[str], said: date, future: bool) -> tupl
     month = MONTHS.index(match["month"].lower()) + 1
     prep = match["prep"].lower()
     year = said.year
-    if future and prep == "in":
+    forward = future or bool(_SCHEDULED.search(match.string) and not _PAST.search(match.string))
+    if forward and prep == "in":
         year += 1 if month < said.month else 0
     elif month > said.month or (prep != "in" and month == said.month):
         year -= 1
