@@ -47,7 +47,7 @@ _PROFILE_NOUNS = word_set(
     """timezone zone name role title job team company employer editor ide os shell terminal laptop machine stack
     language languages pronouns handle username location city country background specialty specialisation
     specialization focus framework database setup workflow level experience birthday age anniversary hours
-    schedule diet commute"""
+    schedule diet commute manager boss mentor colleague coworker teammate lead therapist doctor dentist landlord"""
 )
 _PROFILE_ADJECTIVES = ("preferred", "favorite", "favourite", "main", "primary", "usual", "default", "native")
 _NOT_IMPERATIVE = word_set(
@@ -65,6 +65,11 @@ FAMILY = (
     r"grandma|grandpa|grandmother|grandfather|aunt|uncle|cousins?|niece|nephew|in-laws|"
     rf"bab(?:y|ies)|newborn|toddler|{_PETS})"
 )
+# People the user names outside the family: "my colleague june co-presented".
+_ACQUAINTANCES = (
+    r"(?:colleague|co-?worker|manager|boss|teammate|mentor|(?:best\s+)?friend|therapist|doctor|neighbou?r|flatmate|"
+    r"roommate|landlord|cofounder|co-founder)"
+)
 # What a household does together: "we" and "our" around these are the user's family, not the team.
 _HOUSEHOLD = re.compile(
     rf"\b(?:{FAMILY}|house|home|flat|apartment|condo|garden|backyard|kitchen|mortgage|rent|landlord|car|"
@@ -75,7 +80,8 @@ _HOUSEHOLD = re.compile(
 HEALTH = (
     r"(?:diabetes|asthma|adhd|autism|dyslexia|coeliac|celiac|crohn's|ibs|arthritis|epilepsy|migraines?|"
     r"hypertension|high blood pressure|anxiety|depression|allerg(?:y|ies)|intolerances?|insomnia|tinnitus|"
-    r"eczema|(?:a\s+)?(?:heart|thyroid|kidney|back|knee)\s+(?:condition|problem|injury)|disability)"
+    r"eczema|(?:a\s+)?(?:heart|thyroid|kidney|back|knee)\s+(?:condition|problem|injury)|disability|"
+    r"(?:motion|travel|sea|car)[- ]?sickness|hay ?fever|panic attacks|chronic pain)"
 )
 STATE = (
     r"(?:vegan|vegetarian|pescatarian|pescetarian|gluten[- ]free|dairy[- ]free|lactose[- ]free|diabetic|"
@@ -320,9 +326,18 @@ RULES: Rules = (
         r"^i(?:'m| am)\s+(?:currently\s+|also\s+)?(?:training for|learning|studying|preparing for|saving (?:up )?for|"
         r"recovering from|expecting)\s+(?P<rest>.+)",
         r"^i\s+take\s+(?P<rest>.*\b(?:medication|meds|medicine|pills?|insulin|vitamins?|supplements?|inhaler)\b.*)",
+        rf"^i(?:'ve| have)\s+(?:gone|become|turned|been)\s+(?P<rest>{STATE}.*)",
+        rf"^i\s+(?:get|suffer from|struggle with|live with)\s+(?P<rest>.*\b{HEALTH}\b.*)",
         r"^i(?:\s+(?:never|don't|do not|rarely|only|can't|cannot))\s+(?:eat|drink|smoke)\b\s*(?P<rest>.+)",
     ),
     *_rules(_PERSONAL, _household, rf"^my\s+(?P<rest>{FAMILY}(?:\s+(?-i:[A-Z])[\w'-]+)?\s+(?!is\b|are\b).+)"),
+    # "dad broke his ankle": a parent named as people name their own, without "my".
+    *_rules(
+        _PERSONAL,
+        _template("the user's {rest}"),
+        r"^(?P<rest>(?:mom|mum|dad|grandma|grandpa|granny|nan|nana)(?:'s)?\s+(?!is\b|are\b|and\b|or\b)[a-z][\w'-]*\s.+)",
+    ),
+    *_rules(_USER_FACT, _whole, rf"^my\s+(?P<rest>{_ACQUAINTANCES}(?:\s+[a-z][\w'-]*)?\s+(?!is\b|are\b|'s\b).+)"),
     *_rules(
         _PERSONAL,
         _template("the user's family has {rest}"),
@@ -338,6 +353,8 @@ RULES: Rules = (
         r"booked|visited|lost|won|became|retired|began|completed|opened|signed up|enrolled|gave birth|"
         r"was (?:promoted|diagnosed|hired|laid off|born)|got (?:promoted|married|engaged|divorced|diagnosed))\b"
         r"\s*(?P<rest>.+)",
+        r"^i(?:'m| am)(?:\s+(?:just|finally|officially|also))*\s+(?:starting|joining|moving to|switching to)\b"
+        r"\s*(?P<rest>.+)",
     ),
     *_rules(
         _USER_FACT,
@@ -345,7 +362,7 @@ RULES: Rules = (
         r"^i(?:'ve| have)?(?:\s+(?:just|recently))*\s+(?:moved|relocated)\s+(?:back\s+)?to\s+"
         r"(?P<place>(?-i:[A-Z])[\w'.-]*(?:\s+(?-i:[A-Z])[\w'.-]*)*)(?:\s+(?:last|this|in|a|two|few)\b.*)?$",
     ),
-    *_rules(_USER_FACT, _profile, r"^my\s+(?P<thing>(?:[\w-]+\s+){0,3}?[\w-]+)\s+(?:is|are)\s+(?P<rest>.+)"),
+    *_rules(_USER_FACT, _profile, r"^my\s+(?P<thing>(?:[\w'-]+\s+){0,3}?[\w'-]+)\s+(?:is|are)\s+(?P<rest>.+)"),
     *_rules(
         _PREFERENCE,
         _whole,
@@ -391,6 +408,7 @@ RULES: Rules = (
         _SCHEDULE,
         _scheduled,
         r"^i(?:\s+(?:usually|always|normally|typically|also|only|mostly))*\s+(?P<verb>[a-z]+)\b\s*(?P<rest>.+)",
+        r"^i(?:'m| am)(?:\s+(?:now|also|still))?\s+(?P<verb>[a-z]+ing)\b\s*(?P<rest>.+)",
     ),
     *_rules(
         _INSTRUCTION,

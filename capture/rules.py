@@ -278,6 +278,7 @@ def _from_sentence(body: str, readings: list[table.Reading], sentence: str) -> I
         if intro and table.DATED_INTRO.match(intro.group()):
             # "Yesterday we adopted a dog": the date moves to the end, where it stays in the memory.
             clause_body = f"{clause_body.rstrip(' .!')} {intro.group().strip(' ,')}"
+        clause_body = _with_subject(clause_body)
         all_readings = readings + clause_readings
         if previous is not None and _completes(previous, clause_body):
             continue
@@ -288,6 +289,22 @@ def _from_sentence(body: str, readings: list[table.Reading], sentence: str) -> I
             pending.append(found)
             previous = found
     yield from pending
+
+
+# A clause chat leaves without its subject ("started therapy, once a week", "starting at monzo on
+# the 2nd"): the user's own life, told as a step they took or are taking.
+_SUBJECTLESS = re.compile(
+    r"^(?:(?:also|just|finally|recently|officially)\s+)*"
+    r"(?:(?P<past>started|joined|adopted|began|booked|signed up)|(?P<ing>starting|joining))\b",
+    re.IGNORECASE,
+)
+
+
+def _with_subject(clause: str) -> str:
+    match = _SUBJECTLESS.match(clause)
+    if match is None:
+        return clause
+    return ("i'm " if match["ing"] else "i ") + clause
 
 
 def _completes(previous: table.Found, clause: str) -> bool:

@@ -303,7 +303,10 @@ _SCHEDULE = re.compile(
     r"monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b|"
     r"\b(?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|weekends|weeknights)\b|"
     r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\s+(?:mornings|afternoons|evenings|nights)\b|"
-    r"\b(?:daily|weekly|nightly|monthly|fortnightly|biweekly)\b|\bnight shifts?\b",
+    r"\b(?:daily|weekly|nightly|monthly|fortnightly|biweekly)\b|\bnight shifts?\b|"
+    # "4x a week", "3 days a week", "once a month", "twice per week"
+    r"\b(?:\d+x|\d+\s+times|once|twice|thrice|(?:\d+|one|two|three|four|five|six|seven)\s+(?:days?|times|nights?))"
+    r"\s+(?:a|per|every)\s+(?:day|week|month|year)\b",
     re.IGNORECASE,
 )
 

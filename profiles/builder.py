@@ -33,7 +33,7 @@ _CONSTRAINT_WORDS = re.compile(
 )
 _IDENTITY_WORDS = re.compile(
     r"\b(partner|wife|husband|spouse|fianc[eé]e?|girlfriend|boyfriend|married|son|daughter|kids?|"
-    r"children|child|baby|mom|mum|mother|dad|father|parents?|sister|brother|sibling|grandm\w*|"
+    r"children|child|baby|twins|toddler|newborn|mom|mum|mother|dad|father|parents?|sister|brother|sibling|grandm\w*|"
     r"grandp\w*|aunt|uncle|cousin|niece|nephew|roommate|dog|cat|pet|puppy|kitten|"
     r"lives? in|living in|moved to|based in|from|born|birthday|name is|named|called|years old|"
     r"pronouns?)\b",
@@ -42,7 +42,8 @@ _IDENTITY_WORDS = re.compile(
 _WORK_WORDS = re.compile(
     r"\b(works?|working|job|employ\w*|career|profession|occupation|engineer|developer|nurse|"
     r"teacher|doctor|manager|designer|lawyer|accountant|student|studies|studying|freelanc\w*|"
-    r"company|startup|office|colleague|boss|team lead|hired|promoted|retired|role)\b",
+    r"company|startup|office|colleague|boss|team lead|hired|promoted|retired|role|"
+    r"(?:starting|started|start) at|join(?:ed|ing)|new job)\b",
     re.IGNORECASE,
 )
 # Labels capture gives standing facts about the person and their conventions.

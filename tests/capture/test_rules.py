@@ -749,3 +749,34 @@ def test_a_change_of_circumstance_said_in_passing_supersedes_the_memory_it_repla
 ) -> None:
     found = extract_from_window(_user(text), existing=[Known("m1", existing, "fact", "user-facts", "user")])
     assert [(m.content, m.supersedes) for m in found if m.supersedes] == [(content, "m1")]
+
+
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [
+        ("duolingo 40 day streak lol. my dad's name is salvo btw", "The user's dad's name is salvo."),
+        ("nice, 5 people, my manager is called efua", "The user's manager is called efua."),
+        ("observability for ml pipelines. my colleague june co-presented", "The user's colleague june co-presented."),
+        ("i've gone vegan since the start of march", "The user has gone vegan since the start of march."),
+        ("i get terrible motion sickness on planes", "The user gets terrible motion sickness on planes."),
+        ("yes, i'm lifting weights 4x a week", "The user is lifting weights 4x a week."),
+        ("also started therapy, once a week on tuesdays", "The user started therapy, once a week on tuesdays."),
+        ("i got the job!!! starting at monzo next month", "The user is starting at monzo in April 2026."),
+        ("mom's blood sugar is way better too", "The user's mom's blood sugar is way better too."),
+    ],
+)
+def test_facts_said_in_passing_in_lowercase_chat_are_kept(text: str, content: str) -> None:
+    found = [m.content for m in extract_from_window(_said(text))]
+    assert content in found, found
+
+
+@pytest.mark.parametrize("text", ["i'm starting to think this is wrong", "i'm getting tired of this", "i'm going home"])
+def test_a_passing_state_said_with_ing_is_not_kept(text: str) -> None:
+    assert extract_from_window(_said(text)) == []
+
+
+def test_a_month_said_of_what_is_scheduled_is_the_coming_one() -> None:
+    [memory] = extract_from_window(_said("my twins start nursery in april, eva and finn"))
+    assert "April 2026" in memory.content and memory.event_date == "2026-04"
+    [memory] = extract_from_window(_said("our son Arjun was born in april"))
+    assert "April 2025" in memory.content

@@ -131,3 +131,21 @@ def test_a_shared_convention_reaches_every_profile_of_the_project(api, make_memo
     make_memory(content="The team formats Python with ruff.", scope=shared, category="project-conventions")
     assert sorted(rebuild_profiles_task(api.project.pk, "")) == [alice, mallory]
     assert "ruff" in Profile.objects.get(user_id=mallory).text
+
+
+@pytest.mark.parametrize(
+    ("content", "section"),
+    [
+        ("The user is starting at monzo on 2026-03-02.", "work"),
+        ("The user's twins start nursery in April 2026, eva and finn.", "identity"),
+        ("The user has gone vegan since the start of march.", "constraints"),
+        ("The user started yoga too.", None),
+    ],
+)
+def test_a_memory_goes_to_the_section_its_words_name(content: str, section: str | None) -> None:
+    from datetime import UTC, datetime
+
+    from profiles.builder import Candidate, section_of
+
+    memory = Candidate("m", content, "fact", "user-facts", "user", 0.5, datetime(2026, 3, 1, tzinfo=UTC))
+    assert section_of(memory) == section
