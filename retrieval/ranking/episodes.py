@@ -45,6 +45,9 @@ _CHANGED = re.compile(
     r"pushed back|cancell?ed|dropped|ditched|quit|stopped|update)\b",
     re.IGNORECASE,
 )
+# A message whose memories left out this share of its words is returned beside them (a filler or
+# two, "honestly", "lol", stay under it).
+SAYS_MORE = 0.4
 # "Near" a change word: this many characters either side; words compared by their first letters
 # (the full-text stems of the earlier message against the later one's words as written).
 _REACH, _STEM, _MIN_WORD = 40, 5, 4
@@ -253,17 +256,36 @@ def without_sources(
     ranked: list[tuple[Memory, float]], said: list[Episode]
 ) -> tuple[list[tuple[Memory, float]], list[Episode]]:
     """A memory and the message it came from are not both returned: the memory stays, at the
-    better of the two scores, and the message goes."""
-    sources: dict[str, int] = {}
+    better of the two scores, and the message goes -- unless the message says more than its
+    memories kept (``SAYS_MORE`` of its words are in none of them: "observability for ml
+    pipelines. my colleague june co-presented" kept as "The user's colleague june
+    co-presented."), when both stay."""
+    sources: dict[str, list[int]] = {}
     for index, (memory, _) in enumerate(ranked):
         for reference in (memory.source or {}).get("messages") or []:
             if isinstance(reference, dict) and reference.get("id"):
-                sources.setdefault(str(reference["id"]), index)
+                sources.setdefault(str(reference["id"]), []).append(index)
     if not sources:
         return ranked, said
     ranked = list(ranked)
+    kept: list[Episode] = []
     for episode in said:
-        if episode.id in sources:
-            index = sources[episode.id]
+        indexes = sources.get(episode.id)
+        if indexes is None or _says_more(episode.content, [ranked[i][0].content for i in indexes]):
+            kept.append(episode)
+            continue
+        for index in indexes:
             ranked[index] = (ranked[index][0], max(ranked[index][1], episode.score))
-    return ranked, [e for e in said if e.id not in sources]
+    return ranked, kept
+
+
+def _says_more(message: str, memories: Sequence[str]) -> bool:
+    """Whether ``SAYS_MORE`` of ``message``'s words (stemmed, as ``_near_changes`` compares them)
+    are in none of ``memories``."""
+    said = _stems(message)
+    told = set().union(*(_stems(text) for text in memories))
+    return bool(said) and len(said - told) >= SAYS_MORE * len(said)
+
+
+def _stems(text: str) -> set[str]:
+    return {w[:_STEM] for w in re.findall(r"[a-z]+", text.lower()) if len(w) >= _MIN_WORD}

@@ -274,3 +274,22 @@ def test_only_a_later_message_on_the_same_subject_that_says_it_changed_outdates(
     found = [nurse, solo, other, company, earlier]
     episodes._overtaken(found)
     assert [e.outdated for e in found] == [False, True, False, False, True]
+
+
+def test_a_message_goes_when_its_memory_says_it_and_stays_when_the_memory_kept_only_part() -> None:
+    def said(content: str) -> episodes.Episode:
+        return episodes.Episode(
+            id=content, conversation_id="c", session_id="s", role="user", content=content,
+            said_at=datetime(2026, 3, 1, tzinfo=UTC), score=0.3,
+        )  # fmt: skip
+
+    whole = said("i prefer poetry over pip, dont give me requirements.txt stuff")
+    part = said("observability for ml pipelines. my colleague june co-presented")
+    kept = [
+        (Memory(content="The user prefers poetry over pip, don't give the user requirements.txt stuff.",
+                source={"messages": [{"id": whole.id}]}), 0.2),
+        (Memory(content="The user's colleague june co-presented.", source={"messages": [{"id": part.id}]}), 0.2),
+    ]  # fmt: skip
+    ranked, left = episodes.without_sources(kept, [whole, part])
+    assert left == [part]  # the talk's subject is in no memory
+    assert [score for _, score in ranked] == [0.3, 0.2]  # the memory that stands for its message takes its score
