@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 from capture.models import CaptureJob
+from common import deferred
+from retrieval.models import RetrievalLog
 from tests.support.reframing_gateway import FRAMINGS, ReframingGateway, self_signed
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -209,3 +211,15 @@ def test_an_error_answer_is_logged_as_the_apis_error_without_a_traceback(cli):
     log = (cli.home / ".local" / "state" / "memoryhub" / "hooks.log").read_text()
     assert "UserPromptSubmit failed; the agent goes on without memory: Unauthorized: 401" in log
     assert "Traceback" not in log
+
+
+def test_a_context_hook_does_not_wait_for_the_llm(cli, remembered, settings, fake_openai, project):
+    """HyDE and the judge are LLM calls: a hook has 1 s, and its target is 150 ms (docs/adr/0109)."""
+    settings.MEMORYHUB_LLM_BASE_URL, settings.OPENAI_API_KEY = fake_openai.base_url, "k"
+    settings.MEMORYHUB_JUDGE = True
+    assert project.hyde_enabled
+    done = cli("hook", "UserPromptSubmit", stdin=payload("claude_code_user_prompt_submit"))
+    assert DEPLOY in context(done, "UserPromptSubmit")
+    assert fake_openai.count("/chat/completions") == 0
+    assert deferred.flush(5)  # the live server's retrieval log
+    assert "hyde" not in RetrievalLog.objects.filter(user_id="alice").latest("created_at").timings

@@ -157,7 +157,10 @@ def retrieve_body(user_id: str, event: str, payload: Mapping[str, Any], env: Map
     session = str(payload.get("session_id") or "")
     turn = hashlib.sha256(f"{session}\n{event}\n{query}".encode()).hexdigest()[:32]
     budget = int(env.get("MEMORYHUB_HOOK_TOKEN_BUDGET", "800"))
-    return {"user_id": user_id, "query": query[:MAX_MESSAGE_CHARS], "turn_id": turn, "token_budget": budget}
+    body = {"user_id": user_id, "query": query[:MAX_MESSAGE_CHARS], "turn_id": turn, "token_budget": budget}
+    # No LLM call: HyDE's own limit (1.2 s) is beyond the hook's, and either would take most of
+    # the prompt's budget of 150 ms; the project's settings would otherwise turn both on.
+    return body | {"hyde": False, "judge": False}
 
 
 def _post(conf: settings.Config, path: str, body: dict[str, Any], *, timeout: float) -> dict[str, Any]:
