@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import shlex
 import shutil
 import socket
@@ -35,13 +36,16 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import timezone
 from memoryhub_client.cli.hooks import retrieve_body
 
 from evaluation import machine
@@ -76,6 +80,7 @@ class Command(BaseCommand):
         parser.add_argument("--memories", type=int, default=1000, help="the bench user's memories")
         parser.add_argument("--url", help="a server already running on this database (default: start gunicorn)")
         parser.add_argument("--silent-runs", type=int, default=5, help="runs against a server that never answers")
+        parser.add_argument("--seed", type=int, help="the prompts' seed (default: a new one each run)")
         parser.add_argument(
             "--hook-command",
             help="the command to time (default: the memoryhub script beside this Python, else on PATH)",
@@ -101,7 +106,12 @@ class Command(BaseCommand):
         with tempfile.TemporaryDirectory() as state, served(options["url"]) as url:
             env = hook_env(url, key, state, extra=options["hook_env"])
             report["timeout_s"] = float(env.get("MEMORYHUB_HOOK_TIMEOUT", "1"))
-            prompts = [f"{s.rstrip('.')}?" for s in varied_memories(2 * (runs + WARM_UP_RUNS), seed=11)]
+            # Prompts and a session no earlier run asked: a repeated prompt is answered from the
+            # server's per-turn cache, and its query's vectors from the vector cache.
+            report["prompt_seed"] = options["seed"] or random.SystemRandom().randrange(1000, 1_000_000)
+            texts = varied_memories(2 * (runs + WARM_UP_RUNS), seed=report["prompt_seed"])
+            session = str(uuid.uuid4())
+            prompts = [{**PAYLOAD, "session_id": session, "prompt": f"{t.rstrip('.')}?"} for t in texts]
             for prompt in prompts[: 2 * WARM_UP_RUNS]:  # every web worker has read the user's vectors
                 run_hook(command, env, prompt)
             report.update(measure(command, env, url, key, prompts[2 * WARM_UP_RUNS :], project=project))
@@ -134,8 +144,8 @@ def hook_env(url: str, key: str, state: str, *, extra: Sequence[str] = ()) -> di
     user; its state and log in ``state``, and no configuration file of the person running this.
 
     Bytecode is cached (in ``state``, not beside the sources): an installed package has it, as
-    pip compiles on installing, and a hook compiling its modules anew on every run (what
-    ``PYTHONDONTWRITEBYTECODE`` does) measured ~20 ms CPU more than one that does not."""
+    pip compiles on installing. Compiling the client's modules anew on every run (what
+    ``PYTHONDONTWRITEBYTECODE`` does to an editable install) cost the hook 5-7 ms CPU more."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env |= {"MEMORYHUB_URL": url, "MEMORYHUB_API_KEY": key, "MEMORYHUB_USER": USER}
     env |= {"MEMORYHUB_STATE_DIR": state, "MEMORYHUB_CONFIG": str(Path(state) / "no-config.json")}
@@ -185,29 +195,32 @@ def served(url: str | None) -> Iterator[str]:
 
 
 def measure(
-    command: list[str], env: dict[str, str], url: str, key: str, prompts: list[str], *, project: Project
+    command: list[str], env: dict[str, str], url: str, key: str, prompts: list[dict[str, str]], *, project: Project
 ) -> dict[str, Any]:
     """The hook runs, each followed by one request of the same shape from this process."""
     hook, http, answered, queries = [], [], 0, []
+    since = timezone.now()
     for hook_prompt, http_prompt in zip(prompts[::2], prompts[1::2], strict=True):
         elapsed, output = run_hook(command, env, hook_prompt)
         hook.append(elapsed)
         answered += bool(output.strip())
-        queries.append(hook_prompt)
-        http.append(post_retrieve(url, key, retrieve_body(USER, EVENT, {**PAYLOAD, "prompt": http_prompt}, env)))
+        queries.append(hook_prompt["prompt"])
+        http.append(post_retrieve(url, key, retrieve_body(USER, EVENT, http_prompt, env)))
+    engine, cached = engine_times(project, queries, since=since)
     return {
         "hook": summarise(hook),
         "answered_with_context": answered,
-        "engine": summarise(engine_times(project, queries)),
+        "engine": summarise(engine),
+        "engine_cached": cached,
         "http": summarise(http),
     }
 
 
-def run_hook(command: list[str], env: dict[str, str], prompt: str) -> tuple[float, str]:
-    """Milliseconds from starting the hook until it exited, and what it printed."""
-    payload = json.dumps({**PAYLOAD, "prompt": prompt}).encode()
+def run_hook(command: list[str], env: dict[str, str], payload: dict[str, str]) -> tuple[float, str]:
+    """Milliseconds from starting the hook with ``payload`` until it exited, and what it printed."""
+    stdin = json.dumps(payload).encode()
     started = time.perf_counter()
-    done = subprocess.run(command, input=payload, env=env, capture_output=True, timeout=30, check=False)
+    done = subprocess.run(command, input=stdin, env=env, capture_output=True, timeout=30, check=False)
     elapsed = (time.perf_counter() - started) * 1000
     if done.returncode != 0:
         raise CommandError(f"the hook exited {done.returncode}: {done.stderr.decode(errors='replace')[-500:]}")
@@ -240,16 +253,18 @@ def post_retrieve(url: str, key: str, body: dict[str, Any]) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def engine_times(project: Project, queries: list[str], *, wait_s: float = 10.0) -> list[float]:
-    """The server's own time for each query (the retrieval log keeps its hash, written a moment
-    later by the deferred writer)."""
+def engine_times(
+    project: Project, queries: list[str], *, since: datetime, wait_s: float = 10.0
+) -> tuple[list[float], int]:
+    """The server's own time for each query since ``since`` (the retrieval log keeps its hash,
+    written a moment later by the deferred writer), and how many it answered from its cache."""
     hashes = {hashlib.sha256(q.encode()).hexdigest() for q in queries}
     deadline = time.monotonic() + wait_s
     while True:
-        rows = RetrievalLog.objects.filter(project=project, user_id=USER, query_hash__in=hashes)
-        found = {row.query_hash: row.latency_ms for row in rows}
+        rows = RetrievalLog.objects.filter(project=project, user_id=USER, query_hash__in=hashes, created_at__gte=since)
+        found = {row.query_hash: (row.latency_ms, row.cached) for row in rows}
         if len(found) == len(hashes) or time.monotonic() > deadline:
-            return list(found.values())
+            return [ms for ms, _ in found.values()], sum(cached for _, cached in found.values())
         time.sleep(0.2)
 
 
