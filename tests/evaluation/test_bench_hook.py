@@ -29,7 +29,7 @@ def test_the_bench_times_the_hook_against_a_live_server_and_without_one(live_ser
     assert report["runs"] == 2 and report["memories"] == 30 and report["engine_cached"] == 0
     assert report["command"][-2:] == ["hook", "UserPromptSubmit"]
     # "engine": each hook's request found in the server's retrieval log by its query's hash.
-    for name in ("hook", "engine", "http", "python", "unreachable"):
+    for name in ("hook", "hook_cpu", "engine", "http", "python", "unreachable"):
         assert report[name]["n"] == 2, name
         assert 0 < report[name]["p50"] <= report[name]["p95"] <= report[name]["max"], name
     assert report["silent"]["n"] == 1

@@ -6,7 +6,9 @@ printing. This command starts the installed console script as Claude Code does (
 payload on standard input; ``MEMORYHUB_URL``, ``MEMORYHUB_API_KEY`` and ``MEMORYHUB_USER`` in its
 environment) ``--runs`` times, each with a new prompt, and reports in milliseconds:
 
-- ``hook``: the hook process's wall time, from starting it until it has exited;
+- ``hook``: the hook process's wall time, from starting it until it has exited, and
+  ``hook_cpu``: the CPU time it used (user and system), steadier than wall time on a machine
+  that other work shares;
 - ``engine``: the server's own time for those same requests (``RetrievalLog.latency_ms`` of each
   hook's query), so what the hook itself costs is visible;
 - ``http``: the same request from this process on a fresh connection, one after each hook run
@@ -29,6 +31,7 @@ import hashlib
 import json
 import os
 import random
+import resource
 import shlex
 import shutil
 import socket
@@ -123,7 +126,7 @@ class Command(BaseCommand):
                 silent_runs = prompts[: options["silent_runs"]]
                 report["silent"] = summarise([run_hook(command, quiet, p)[0] for p in silent_runs])
         report["hook_overhead_p50"] = round(report["hook"]["p50"] - report["http"]["p50"], 1)
-        for name in ("hook", "engine", "http", "python", "unreachable", "silent"):
+        for name in ("hook", "hook_cpu", "engine", "http", "python", "unreachable", "silent"):
             self.stderr.write(f"{name}: {report[name]}")
         self.stdout.write(json.dumps(report, indent=2))
 
@@ -198,17 +201,21 @@ def measure(
     command: list[str], env: dict[str, str], url: str, key: str, prompts: list[dict[str, str]], *, project: Project
 ) -> dict[str, Any]:
     """The hook runs, each followed by one request of the same shape from this process."""
-    hook, http, answered, queries = [], [], 0, []
+    hook, cpu, http, answered, queries = [], [], [], 0, []
     since = timezone.now()
     for hook_prompt, http_prompt in zip(prompts[::2], prompts[1::2], strict=True):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         elapsed, output = run_hook(command, env, hook_prompt)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         hook.append(elapsed)
+        cpu.append((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000)
         answered += bool(output.strip())
         queries.append(hook_prompt["prompt"])
         http.append(post_retrieve(url, key, retrieve_body(USER, EVENT, http_prompt, env)))
     engine, cached = engine_times(project, queries, since=since)
     return {
         "hook": summarise(hook),
+        "hook_cpu": summarise(cpu),
         "answered_with_context": answered,
         "engine": summarise(engine),
         "engine_cached": cached,
