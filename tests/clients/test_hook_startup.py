@@ -6,7 +6,10 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import pytest
 
 from tests.clients.conftest import CLIENT_SRC
 
@@ -86,3 +89,20 @@ def test_an_unknown_event_is_explained_by_the_whole_command_line(tmp_path):
     )
     assert done.returncode == 1
     assert "claude-code has no 'SessionEnd' hook" in done.stderr
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="where there is no /proc the hook counts from 0")
+def test_a_hook_knows_how_long_ago_its_process_started(tmp_path):
+    """Its time limit counts from there: what Python's start and imports took comes out of it."""
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", "from memoryhub_client.cli.hooks import running_for; print(running_for())"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PYTHONPATH": str(CLIENT_SRC), "HOME": str(tmp_path)},
+    )
+    elapsed = time.monotonic() - started
+    assert done.returncode == 0, done.stderr
+    # The kernel counts a process's start in clock ticks (1/100 s): it may read up to one early.
+    assert 0 < float(done.stdout) <= elapsed + 0.011

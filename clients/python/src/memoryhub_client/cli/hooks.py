@@ -86,8 +86,11 @@ def run(agent: str, event: str, raw: str, env: Mapping[str, str] = os.environ) -
 
 
 def _run_within_limit(agent: str, event: str, raw: str, env: Mapping[str, str]) -> str:
-    # The agent's clock started when it started this process, not when Python got here.
-    deadline = time.monotonic() + max(_timeout(env) - running_for(), 0.01)
+    # The agent's clock started when it started this process, not when Python got here. A start
+    # longer ago than the whole timeout is a clock not to be compared with this one (a container's
+    # own boot time), not a start-up that slow: then the timeout counts from here.
+    timeout, spent = _timeout(env), running_for()
+    deadline = time.monotonic() + (max(timeout - spent, 0.01) if spent < timeout else timeout)
     if hasattr(signal, "setitimer"):
         signal.signal(signal.SIGALRM, _expire)
         signal.setitimer(signal.ITIMER_REAL, deadline - time.monotonic())
