@@ -55,11 +55,11 @@ from evaluation import machine
 from evaluation.harness import Service, free_port
 from evaluation.metrics import percentile
 from evaluation.synthetic import varied_memories
-from memories import services
+from memories import services, tenancy
 from memories.models import EmbeddingStatus, Memory, Project
-from retrieval.keyword_stats import settle_after_bulk_load
-from retrieval.memory_vectors import embed_memories
 from retrieval.models import RetrievalLog
+from retrieval.ranking.keyword_stats import settle_after_bulk_load
+from retrieval.vectors.memory_vectors import embed_memories
 
 PROJECT = "bench-hook"
 USER = "bench-hook-user"
@@ -98,7 +98,7 @@ class Command(BaseCommand):
             raise CommandError("--runs must be at least 1")
         command = hook_command(options["hook_command"])
         project = seed(options["memories"], log=self.stderr.write)
-        _, key = services.api_key_create(project=project, name="bench-hook")
+        _, key = tenancy.api_key_create(project=project, name="bench-hook")
         report: dict[str, Any] = {
             "machine": machine.describe(),
             "command": command,
@@ -163,7 +163,7 @@ def hook_env(url: str, key: str, state: str, *, extra: Sequence[str] = ()) -> di
 
 def seed(count: int, *, log: Any) -> Project:
     """The bench project with ``count`` memories of one user, embedded; reused when it has them."""
-    project = services.project_get_or_create(slug=PROJECT)
+    project = tenancy.project_get_or_create(slug=PROJECT)
     project.retrieval_rate_limit = 0
     project.save(update_fields=["retrieval_rate_limit"])
     texts = varied_memories(count, seed=7)
