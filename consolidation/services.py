@@ -6,7 +6,7 @@ judges each close pair (``rules``), and turns each merge or supersede into a
 :class:`ConsolidationAction` under the project's capture policy: applied at once under ``auto``
 (and under ``confidence`` from the project's threshold up), otherwise proposed in the review
 queue, where a reviewer approves or rejects it. Every memory change goes through
-``memories.services`` (``memory_merge_into``, ``memory_supersede_existing``; undone by
+``memories.consolidating`` (``memory_merge_into``, ``memory_supersede_existing``; undone by
 ``memory_unconsolidate``), so revisions record it and what rests on a retired memory returns to
 review. A run never reads or writes another user's memories, and a pair once acted on (applied,
 proposed, rejected or undone) is never acted on again: a second run changes nothing.
@@ -38,7 +38,7 @@ from consolidation.models import (
     ConsolidationState,
     RunStatus,
 )
-from memories import services as memory_services
+from memories import consolidating
 from memories.models import Memory, Project, Status
 from retrieval.vectors.memory_vectors import active_model
 
@@ -375,11 +375,11 @@ def _change_memories(action: ConsolidationAction, *, actor: str) -> str:
     since it was judged)."""
     try:
         if action.kind == ActionKind.MERGE:
-            memory_services.memory_merge_into(
+            consolidating.memory_merge_into(
                 survivor=action.survivor, merged=action.retired, actor=actor, reason=_reason(action)
             )
         else:
-            memory_services.memory_supersede_existing(
+            consolidating.memory_supersede_existing(
                 old=action.retired, new=action.survivor, actor=actor, reason=_reason(action)
             )
     except DomainError as error:
@@ -425,7 +425,7 @@ def action_undo(*, action: ConsolidationAction, actor: str, reopen: bool = False
         return action
     if action.status != ActionStatus.APPLIED:
         raise Conflict("only an applied merge or supersede can be undone", code="not_applied")
-    memory_services.memory_unconsolidate(
+    consolidating.memory_unconsolidate(
         survivor=action.survivor,
         retired=action.retired,
         version=action.survivor_version,

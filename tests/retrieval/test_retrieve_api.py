@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from ninja import schema as ninja_schema
 from pydantic import ValidationError
 
-from memories import services, tenancy
+from memories import edges, services, tenancy
 from memories.models import Memory, Project
 from retrieval import engine
 from retrieval.embedding import embedders
@@ -100,7 +100,7 @@ def test_superseded_memories_come_back_only_as_the_newest_versions_chain(api, al
 def test_a_shared_older_version_in_the_chain_hides_its_links_to_private_memories(api, alice_memories, make_memory):
     shared = make_memory(content="The team deploys on Fridays.", scope="project")
     private = alice_memories["Alice is allergic to peanuts."]
-    services.edge_link(
+    edges.edge_link(
         source=Memory.objects.get(pk=shared["id"]), target=Memory.objects.get(pk=private), relationship="related",
         actor="test",
     )  # fmt: skip
