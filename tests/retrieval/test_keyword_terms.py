@@ -17,7 +17,8 @@ from memories import lifecycle, services
 from memories.models import Memory, MemoryTerm, Project, Status
 from memoryhub import erasure
 from retrieval.ranking.keyword_stats import settle_after_bulk_load
-from retrieval.ranking.search import BOILERPLATE_LEXEMES, KEYWORD_SQL, RANK_INLINE, search_settings
+from retrieval.ranking.search import BOILERPLATE_LEXEMES, search_settings
+from retrieval.ranking.search_sql import KEYWORD_SQL, RANK_INLINE
 
 COPIED = ("project_id", "user_id", "scope", "status", "kind", "category", "expires_at")
 
