@@ -34,7 +34,8 @@ from consolidation.models import ConsolidationAction, ConsolidationRun, Consolid
 from evaluation import machine
 from memories import services as memory_services
 from memories.models import Memory, Project
-from retrieval.embedding.embedders import Embedder, get_embedder
+from retrieval.embedding.embedders import get_embedder
+from retrieval.embedding.protocol import Embedder
 from retrieval.vectors.memory_vectors import active_model, store_vectors
 
 SPLITS = ("dev", "heldout")

@@ -19,7 +19,7 @@ from common.errors import DomainError
 from conversations.window import clean_window
 from memories import lifecycle, review, services
 from memories.models import Memory, MemoryEdge, Role, Status
-from retrieval.embedding.embedders import EmbedderError
+from retrieval.embedding.protocol import EmbedderError
 from retrieval.vectors.duplicates import similar_memories
 from ui import selectors as ui_selectors
 from ui.forms import MemoryFieldsForm, ReviewFilterForm
