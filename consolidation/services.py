@@ -29,7 +29,7 @@ from capture.services import policy_status
 from common.errors import Conflict, DomainError
 from common.locks import advisory_lock
 from common.queue import publish
-from consolidation import llm_judge, observations, rules, selectors, vectors
+from consolidation import llm_judge, observations, reader, rules, selectors, vectors
 from consolidation.models import (
     ActionKind,
     ActionStatus,
@@ -257,12 +257,12 @@ def plan_run(*, project: Project, user_id: str, since: datetime | None, now: dat
 def judge_pairs(found: Sequence[vectors.Candidate]) -> tuple[list[Judged], int]:
     """The rules' verdict on each candidate pair: the merges and supersedes, and how many were kept."""
     memories = selectors.memories_for_judging(ids=list({i for c in found for i in (c.first, c.second)}))
-    readings: dict[str, rules.Reading] = {}
+    readings: dict[str, reader.Reading] = {}
 
-    def reading(memory: Memory) -> rules.Reading:
+    def reading(memory: Memory) -> reader.Reading:
         key = str(memory.pk)
         if key not in readings:
-            readings[key] = rules.read(memory.content)
+            readings[key] = reader.read(memory.content)
         return readings[key]
 
     judged: list[Judged] = []
@@ -296,7 +296,7 @@ def judge_pairs(found: Sequence[vectors.Candidate]) -> tuple[list[Judged], int]:
 
 
 def _judged(
-    verdict: rules.Verdict, older: Memory, newer: Memory, cosine: float, reading: Callable[[Memory], rules.Reading]
+    verdict: rules.Verdict, older: Memory, newer: Memory, cosine: float, reading: Callable[[Memory], reader.Reading]
 ) -> Judged:
     if verdict.action == "merge":
         survivor = max((older, newer), key=lambda m: _completeness(m, reading(m)))
@@ -306,7 +306,7 @@ def _judged(
     return Judged(verdict.action, survivor, retired, verdict.confidence, verdict.reason, cosine)
 
 
-def _completeness(memory: Memory, reading: rules.Reading) -> tuple[int, int, float]:
+def _completeness(memory: Memory, reading: reader.Reading) -> tuple[int, int, float]:
     """Which of two duplicates survives a merge: more history (a longer chain), then more said,
     then the older."""
     said = len(reading.words) + len(reading.names) + sum(len(v) for v in reading.values.values())

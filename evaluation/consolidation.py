@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from django.utils import timezone
 
-from consolidation import rules, services, vectors
+from consolidation import reader, rules, services, vectors
 from consolidation.models import ConsolidationAction, ConsolidationRun, ConsolidationState
 from evaluation import machine
 from memories import services as memory_services
@@ -105,7 +105,7 @@ def evaluate_pairs(pairs: Sequence[Pair], embedder: Embedder | None = None) -> d
     judged: list[dict[str, Any]] = []
     for index, pair in enumerate(pairs):
         cosine = float(vectors[2 * index] @ vectors[2 * index + 1])
-        verdict = rules.judge(rules.read(pair.older), rules.read(pair.newer), cosine)
+        verdict = rules.judge(reader.read(pair.older), reader.read(pair.newer), cosine)
         judged.append(
             {
                 "id": pair.id,
