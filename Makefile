@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export MEMORYHUB_HOME ?= $(CURDIR)/.memoryhub
 
-.PHONY: install run test test-fast lint format stop lock browser clean bench mpnet fuzz drills drills-disk load eval-pipeline typescript
+.PHONY: install run test test-fast lint format stop lock browser clean bench bench-hook mpnet fuzz drills drills-disk load eval-pipeline typescript
 
 install: $(STAMP)
 
@@ -108,6 +108,13 @@ bench: install $(PEER_STAMP)
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/bench $(PY) manage.py migrate --noinput -v 0
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/bench MEMORYHUB_STOP_SERVERS=1 $(PY) manage.py bench_peer --variant $${BENCH_VARIANT:-obs} \
 		--peer-python $(PEER)/bin/python
+
+# What `memoryhub hook UserPromptSubmit` adds to a coding agent's prompt (docs/benchmarks.md
+# "Coding-agent hook"): the installed hook process timed against gunicorn on servers of their own
+# under $(MEMORYHUB_HOME)/bench. BENCH_HOOK_ARGS adds options, e.g. `--runs 200`.
+bench-hook: install
+	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/bench $(PY) manage.py migrate --noinput -v 0
+	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/bench MEMORYHUB_STOP_SERVERS=1 $(PY) manage.py bench_hook $${BENCH_HOOK_ARGS:-}
 
 # Conversations in, answers out (evaluation/pipeline.py): web server and worker on servers of their
 # own under $(MEMORYHUB_HOME)/eval. EVAL_ARGS picks the data, e.g. `--dataset natural --split dev` or

@@ -392,7 +392,7 @@ def _rewrite(content: str, old: str, new: str) -> str | None:
     return pattern.sub(lambda _: new, content)
 
 
-# --- Read by consolidation (consolidation/rules.py): the same value kinds and slots ---------
+# --- Read by consolidation (consolidation/reader.py): the same value kinds and slots --------
 
 VALUE_KINDS: dict[str, tuple[str, ...]] = _VALUE_KINDS
 

@@ -42,7 +42,7 @@ from capture.proposals import ProposedMemory
 from capture.rules import dated, extract_from_window, is_personal
 from conversations.dates import said_on
 from conversations.window import clean_window
-from retrieval.embedding.embedders import EmbedderError
+from retrieval.embedding.protocol import EmbedderError
 from retrieval.llm import LLMError, complete, llm_configured
 from retrieval.vectors.duplicates import NearDuplicateFinder
 from retrieval.vectors.message_vectors import embed_messages

@@ -17,7 +17,7 @@ from typing import Any
 
 from django.conf import settings
 
-from consolidation import rules
+from consolidation import reader, rules
 from retrieval.llm import LLMError, complete, llm_configured
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ def enabled() -> bool:
     return llm_configured()
 
 
-def is_hard(older: rules.Reading, newer: rules.Reading, cosine: float, verdict: rules.Verdict) -> bool:
+def is_hard(older: reader.Reading, newer: reader.Reading, cosine: float, verdict: rules.Verdict) -> bool:
     """A pair the rules kept without a reason to: same subject, names and values, vectors close."""
     return (
         verdict.action == "keep"

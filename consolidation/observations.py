@@ -22,6 +22,7 @@ from common.errors import Conflict, DomainError
 from consolidation import observer, selectors
 from consolidation.models import ActionStatus, ConsolidationObservation, ConsolidationRun
 from consolidation.vectors import Candidate
+from memories import lifecycle
 from memories import services as memory_services
 from memories.models import Kind, Memory, Relationship, Scope, Status
 
@@ -154,6 +155,6 @@ def observation_undo(
     memory = observation.memory
     if observation.status != ActionStatus.APPLIED or memory is None or memory.status == Status.DELETED:
         raise Conflict("only an applied observation whose memory still exists can be undone", code="not_applied")
-    memory_services.memory_delete(memory=memory, actor=actor, reason="undo of a consolidation observation")
+    lifecycle.memory_delete(memory=memory, actor=actor, reason="undo of a consolidation observation")
     _decide(observation, status=ActionStatus.PROPOSED if reopen else ActionStatus.UNDONE, actor=actor)
     return observation

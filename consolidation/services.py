@@ -6,7 +6,7 @@ judges each close pair (``rules``), and turns each merge or supersede into a
 :class:`ConsolidationAction` under the project's capture policy: applied at once under ``auto``
 (and under ``confidence`` from the project's threshold up), otherwise proposed in the review
 queue, where a reviewer approves or rejects it. Every memory change goes through
-``memories.services`` (``memory_merge_into``, ``memory_supersede_existing``; undone by
+``memories.consolidating`` (``memory_merge_into``, ``memory_supersede_existing``; undone by
 ``memory_unconsolidate``), so revisions record it and what rests on a retired memory returns to
 review. A run never reads or writes another user's memories, and a pair once acted on (applied,
 proposed, rejected or undone) is never acted on again: a second run changes nothing.
@@ -29,7 +29,7 @@ from capture.services import policy_status
 from common.errors import Conflict, DomainError
 from common.locks import advisory_lock
 from common.queue import publish
-from consolidation import llm_judge, observations, rules, selectors, vectors
+from consolidation import llm_judge, observations, reader, rules, selectors, vectors
 from consolidation.models import (
     ActionKind,
     ActionStatus,
@@ -38,7 +38,7 @@ from consolidation.models import (
     ConsolidationState,
     RunStatus,
 )
-from memories import services as memory_services
+from memories import consolidating
 from memories.models import Memory, Project, Status
 from retrieval.vectors.memory_vectors import active_model
 
@@ -257,12 +257,12 @@ def plan_run(*, project: Project, user_id: str, since: datetime | None, now: dat
 def judge_pairs(found: Sequence[vectors.Candidate]) -> tuple[list[Judged], int]:
     """The rules' verdict on each candidate pair: the merges and supersedes, and how many were kept."""
     memories = selectors.memories_for_judging(ids=list({i for c in found for i in (c.first, c.second)}))
-    readings: dict[str, rules.Reading] = {}
+    readings: dict[str, reader.Reading] = {}
 
-    def reading(memory: Memory) -> rules.Reading:
+    def reading(memory: Memory) -> reader.Reading:
         key = str(memory.pk)
         if key not in readings:
-            readings[key] = rules.read(memory.content)
+            readings[key] = reader.read(memory.content)
         return readings[key]
 
     judged: list[Judged] = []
@@ -296,7 +296,7 @@ def judge_pairs(found: Sequence[vectors.Candidate]) -> tuple[list[Judged], int]:
 
 
 def _judged(
-    verdict: rules.Verdict, older: Memory, newer: Memory, cosine: float, reading: Callable[[Memory], rules.Reading]
+    verdict: rules.Verdict, older: Memory, newer: Memory, cosine: float, reading: Callable[[Memory], reader.Reading]
 ) -> Judged:
     if verdict.action == "merge":
         survivor = max((older, newer), key=lambda m: _completeness(m, reading(m)))
@@ -306,7 +306,7 @@ def _judged(
     return Judged(verdict.action, survivor, retired, verdict.confidence, verdict.reason, cosine)
 
 
-def _completeness(memory: Memory, reading: rules.Reading) -> tuple[int, int, float]:
+def _completeness(memory: Memory, reading: reader.Reading) -> tuple[int, int, float]:
     """Which of two duplicates survives a merge: more history (a longer chain), then more said,
     then the older."""
     said = len(reading.words) + len(reading.names) + sum(len(v) for v in reading.values.values())
@@ -375,11 +375,11 @@ def _change_memories(action: ConsolidationAction, *, actor: str) -> str:
     since it was judged)."""
     try:
         if action.kind == ActionKind.MERGE:
-            memory_services.memory_merge_into(
+            consolidating.memory_merge_into(
                 survivor=action.survivor, merged=action.retired, actor=actor, reason=_reason(action)
             )
         else:
-            memory_services.memory_supersede_existing(
+            consolidating.memory_supersede_existing(
                 old=action.retired, new=action.survivor, actor=actor, reason=_reason(action)
             )
     except DomainError as error:
@@ -425,7 +425,7 @@ def action_undo(*, action: ConsolidationAction, actor: str, reopen: bool = False
         return action
     if action.status != ActionStatus.APPLIED:
         raise Conflict("only an applied merge or supersede can be undone", code="not_applied")
-    memory_services.memory_unconsolidate(
+    consolidating.memory_unconsolidate(
         survivor=action.survivor,
         retired=action.retired,
         version=action.survivor_version,

@@ -18,7 +18,8 @@ import numpy as np
 
 from capture.models import JobStatus
 from evaluation.capture import SPLITS, Case, Run
-from retrieval.embedding.embedders import LOCAL_MODEL_NAME, embedder_for_model
+from retrieval.embedding.embedders import embedder_for_model
+from retrieval.embedding.local_embedder import LOCAL_MODEL_NAME
 from retrieval.embedding.vector_cache import embed_texts
 
 # Checked by hand on 42 labelled pairs (evaluation/data/capture/threshold_pairs.jsonl, docs/adr/0011): at 0.65,

@@ -29,12 +29,13 @@ from typing import Any
 import numpy as np
 from django.utils import timezone
 
-from consolidation import rules, services, vectors
+from consolidation import reader, rules, services, vectors
 from consolidation.models import ConsolidationAction, ConsolidationRun, ConsolidationState
 from evaluation import machine
 from memories import services as memory_services
 from memories.models import Memory, Project
-from retrieval.embedding.embedders import Embedder, get_embedder
+from retrieval.embedding.embedders import get_embedder
+from retrieval.embedding.protocol import Embedder
 from retrieval.vectors.memory_vectors import active_model, store_vectors
 
 SPLITS = ("dev", "heldout")
@@ -104,7 +105,7 @@ def evaluate_pairs(pairs: Sequence[Pair], embedder: Embedder | None = None) -> d
     judged: list[dict[str, Any]] = []
     for index, pair in enumerate(pairs):
         cosine = float(vectors[2 * index] @ vectors[2 * index + 1])
-        verdict = rules.judge(rules.read(pair.older), rules.read(pair.newer), cosine)
+        verdict = rules.judge(reader.read(pair.older), reader.read(pair.newer), cosine)
         judged.append(
             {
                 "id": pair.id,

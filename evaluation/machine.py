@@ -15,7 +15,7 @@ import platform
 from pathlib import Path
 from typing import Any
 
-from retrieval.embedding.embedders import usable_cpus
+from retrieval.embedding.local_embedder import usable_cpus
 
 # The instruction sets onnxruntime's int8 products are chosen by (x86): AVX2 alone saturates
 # uint8 x int8 pairs (a Zen 3 lost exactness there); VNNI and AMX do not.

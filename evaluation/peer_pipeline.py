@@ -3,7 +3,7 @@
 ``eval_pipeline --peer mem0`` builds the same :class:`~evaluation.pipeline.Plan` as MemoryHub's
 run, hands it to ``evaluation/peer_mem0_driver.py`` running in the peer's own virtualenv (mem0 is
 never a dependency of ours), and scores what mem0 returned with the same
-:func:`~evaluation.pipeline.summarize`, so the two reports have the same columns:
+:func:`~evaluation.pipeline_scores.summarize`, so the two reports have the same columns:
 
 * every message is stored raw, one item per turn (``add(..., infer=False)``), its
   ``correlation_id`` in the item's metadata: evidence recall is read from provenance exactly as for
@@ -95,7 +95,7 @@ def peer_jobs(output: dict[str, Any], plan: Plan) -> list[JobRecord]:
 
 
 def peer_results(output: dict[str, Any], plan: Plan, threshold: float, *, top_k: int = TOP_K) -> list[dict[str, Any]]:
-    """One threshold's answers in the shape :func:`~evaluation.pipeline.summarize` scores."""
+    """One threshold's answers in the shape :func:`~evaluation.pipeline_scores.summarize` scores."""
     answers = output["searches"][repr(float(threshold))]
     latencies = [float(per_user["ms"]) for q in plan.questions for per_user in answers[q.id]]
     results = []

@@ -34,7 +34,7 @@ from django.db import connection, transaction
 from conversations.models import Conversation, Message
 from integrations import import_checks as checks
 from integrations.models import ImportedRecord
-from memories import services
+from memories import history
 from memories.models import (
     Memory,
     MemoryEdge,
@@ -268,7 +268,7 @@ def import_lines(*, project: Project, lines: Iterable[str], actor: str = "system
         new_memories = _write_memories(project, plan, existing, result)
         _write_links(project, plan, existing, result)
         _write_conversations(project, plan, result)
-    services._notify_content_change(new_memories, inline=False)
+    history.notify_content_change(new_memories, inline=False)
     return result
 
 

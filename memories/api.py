@@ -11,7 +11,7 @@ from ninja import Query, Router, Status
 
 from common.auth import ERRORS, actor, api_key
 from common.idempotency import idempotent
-from memories import selectors, services
+from memories import lifecycle, selectors, services
 from memories.models import Memory, Project
 from memories.schemas import (
     BulkIn,
@@ -166,7 +166,7 @@ def edit_memory(request: HttpRequest, memory_id: str, body: MemoryPatch) -> dict
 def delete_memory(request: HttpRequest, memory_id: str, user_id: UserId) -> HttpResponse:
     """Soft delete: gone from every read; the history stays."""
     memory = selectors.memory_get_visible(project=api_key(request).project, user_id=user_id, memory_id=memory_id)
-    services.memory_delete(memory=memory, actor=actor(request))
+    lifecycle.memory_delete(memory=memory, actor=actor(request))
     return HttpResponse(status=204)
 
 

@@ -340,7 +340,7 @@ class VectorGroup(models.Model):
 
 class MemoryTerm(models.Model):
     """One word of a memory's full-text vector (``Memory.search``), as the full-text search reads it
-    (``retrieval.ranking.search.KEYWORD_SQL``): the memory's visibility copied beside it, and the word's
+    (``retrieval.ranking.search_sql.KEYWORD_SQL``): the memory's visibility copied beside it, and the word's
     share of ``ts_rank`` precomputed.
 
     Postgres keeps it: triggers on ``memories_memory`` (migration ``0017``) write a memory's words

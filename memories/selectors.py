@@ -53,7 +53,7 @@ def memories_visible(*, project: Project, user_id: str) -> QuerySet[Memory]:
 
 def memories_live(*, project: Project, user_id: str) -> QuerySet[Memory]:
     """What retrieval may return to ``user_id``: visible, active and not expired (the hybrid
-    statement in retrieval/ranking/search.py applies the same rule in SQL)."""
+    statement in retrieval/ranking/search_sql.py applies the same rule in SQL)."""
     unexpired = Q(expires_at__isnull=True) | Q(expires_at__gt=Now())
     return memories_visible(project=project, user_id=user_id).filter(unexpired, status=Status.ACTIVE)
 

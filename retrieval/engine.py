@@ -25,7 +25,7 @@ from memories.models import Memory, Project, Status
 from memories.selectors import older_versions
 from profiles.selectors import profile_find
 from retrieval import cache
-from retrieval.embedding.embedders import EmbedderError
+from retrieval.embedding.protocol import EmbedderError
 from retrieval.embedding.vector_cache import cache_key, cache_name
 from retrieval.llm import llm_configured
 from retrieval.models import RetrievalLog

@@ -1,6 +1,6 @@
 """The one seam between MemoryHub and a chat model (any OpenAI-compatible server).
 
-Nothing outside this module and ``retrieval.embedding.embedders`` touches the openai SDK. The SDK is
+Nothing outside this module and ``retrieval.embedding.openai_embedder`` touches the openai SDK. The SDK is
 imported lazily: it costs about a second at import time and most processes (management
 commands, a web process without an LLM) never call it.
 """

@@ -14,7 +14,8 @@ from django.conf import settings
 
 from conversations.window import clean_window, render_window
 from memories.models import Project
-from retrieval.embedding.embedders import Embedder, EmbedderError, embedder_for_model
+from retrieval.embedding.embedders import embedder_for_model
+from retrieval.embedding.protocol import Embedder, EmbedderError
 from retrieval.embedding.vector_cache import cache_name, embed_texts, project_cache_name
 from retrieval.hyde import build_hyde_messages, parse_hypotheses
 from retrieval.llm import LLMError, complete, llm_configured

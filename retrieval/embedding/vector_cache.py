@@ -15,7 +15,8 @@ import numpy as np
 import redis
 
 from common.redis import redis_client
-from retrieval.embedding.embedders import INT8_ROUTE, RETIRED_INT8_ROUTES, Embedder, Vectors
+from retrieval.embedding.local_embedder import INT8_ROUTE, RETIRED_INT8_ROUTES
+from retrieval.embedding.protocol import Embedder, Vectors
 
 log = logging.getLogger(__name__)
 

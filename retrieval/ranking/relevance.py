@@ -34,7 +34,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from retrieval.embedding.embedders import EmbedderError, embedder_for_model
+from retrieval.embedding.embedders import embedder_for_model
+from retrieval.embedding.protocol import EmbedderError
 from retrieval.embedding.vector_cache import embed_texts
 from retrieval.ranking.search import Candidate
 from retrieval.vectors.memory_vectors import default_model_name

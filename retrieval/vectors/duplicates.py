@@ -18,7 +18,8 @@ from pgvector.django import CosineDistance
 from memories.fields import vector_literal
 from memories.models import Embedding, Memory, Project, Status
 from memories.selectors import LIVE_STATUSES, visible_q
-from retrieval.embedding.embedders import EmbedderError, embedder_for_model
+from retrieval.embedding.embedders import embedder_for_model
+from retrieval.embedding.protocol import EmbedderError
 from retrieval.embedding.vector_cache import embed_texts
 from retrieval.vectors.memory_vectors import active_model
 

@@ -19,14 +19,11 @@ from django.utils import timezone
 
 from memories.fields import binary_vectors, use_binary_vectors
 from memories.models import Embedding, EmbeddingStatus, Memory, Project
-from retrieval.embedding.embedders import (
-    DEFAULT_OPENAI_MODEL,
-    LOCAL_MODEL_NAME,
-    MPNET_MODEL_NAME,
-    EmbedderError,
-    Vectors,
-    embedder_for_model,
-)
+from retrieval.embedding.embedders import embedder_for_model
+from retrieval.embedding.local_embedder import LOCAL_MODEL_NAME
+from retrieval.embedding.mpnet_embedder import MPNET_MODEL_NAME
+from retrieval.embedding.openai_embedder import DEFAULT_OPENAI_MODEL
+from retrieval.embedding.protocol import EmbedderError, Vectors
 from retrieval.embedding.vector_cache import embed_texts
 from retrieval.queueing import queue_embedding
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from django.db import connection
 
 from memories.models import Embedding, Project
-from retrieval.embedding.embedders import LOCAL_MODEL_NAME
+from retrieval.embedding.local_embedder import LOCAL_MODEL_NAME
 from retrieval.queueing import queue_vector_index
 from retrieval.ranking import search
 from retrieval.vectors.memory_vectors import active_model

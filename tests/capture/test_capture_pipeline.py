@@ -14,6 +14,7 @@ from capture import services
 from capture.models import CaptureJob
 from capture.pipeline import Outcome, extract, run_job
 from conversations.models import Message
+from memories import lifecycle, review
 from memories import services as memory_services
 from memories.models import Memory, MemoryEdge, MemoryRevision, Project
 from retrieval.vectors.duplicates import NearDuplicateFinder
@@ -170,11 +171,11 @@ def _supersede_via_api(memory_id: str) -> Memory:
 
 
 def _delete(memory_id: str) -> None:
-    memory_services.memory_delete(memory=Memory.objects.get(pk=memory_id), actor="user:rita")
+    lifecycle.memory_delete(memory=Memory.objects.get(pk=memory_id), actor="user:rita")
 
 
 def _archive(memory_id: str) -> None:
-    memory_services.memory_archive(memory=Memory.objects.get(pk=memory_id), actor="user:rita")
+    lifecycle.memory_archive(memory=Memory.objects.get(pk=memory_id), actor="user:rita")
 
 
 @pytest.mark.parametrize("change", [_supersede_via_api, _delete, _archive])
@@ -306,7 +307,7 @@ def _propose_successor(api: Any, llm: Any, old_id: str, content: str = "The user
 
 def test_approving_a_proposed_successor_completes_the_supersede(api, llm, make_memory):
     old = make_memory(content="Alice prefers spaces.")
-    new = memory_services.memory_approve(memory=_propose_successor(api, llm, old["id"]), actor="user:rita")
+    new = review.memory_approve(memory=_propose_successor(api, llm, old["id"]), actor="user:rita")
     new.refresh_from_db()
     assert (new.status, str(new.supersedes_id), new.version) == ("active", old["id"], 2)
     assert Memory.objects.get(pk=old["id"]).status == "superseded"
@@ -320,7 +321,7 @@ def test_a_proposed_successor_whose_predecessor_moved_on_is_approved_alone(api, 
     successor = {"user_id": "alice", "content": "Alice prefers two-space indents."}
     moved = api.post(f"/memories/{old['id']}/supersede", successor)
     assert moved.status_code == 201, moved.content
-    new = memory_services.memory_approve(memory=proposed, actor="user:rita")
+    new = review.memory_approve(memory=proposed, actor="user:rita")
     new.refresh_from_db()
     assert (new.status, new.supersedes_id, new.version) == ("active", None, 1)
     assert Memory.objects.filter(supersedes_id=old["id"]).count() == 1  # only the API's successor

@@ -11,7 +11,7 @@ from django.test import Client
 
 from capture.models import CaptureJob
 from capture.pipeline import Outcome, run_job
-from memories import services as memory_services
+from memories import review
 from memories.models import Membership, Memory, Project
 from retrieval.tasks import embed_memories_task
 
@@ -68,7 +68,7 @@ def test_under_the_auto_policy_ruff_supersedes_black_and_retrieval_answers_ruff(
 def test_under_the_review_policy_the_switch_is_proposed_and_approval_completes_it(api: Any) -> None:
     Project.objects.filter(pk=api.project.pk).update(capture_policy="review")
     [black_id] = turn(api, BLACK).memory_ids
-    memory_services.memory_approve(memory=Memory.objects.get(pk=black_id), actor="user:rita")
+    review.memory_approve(memory=Memory.objects.get(pk=black_id), actor="user:rita")
 
     [ruff_id] = turn(api, RUFF).memory_ids
 
@@ -77,7 +77,7 @@ def test_under_the_review_policy_the_switch_is_proposed_and_approval_completes_i
     assert Memory.objects.get(pk=black_id).status == "active"
     assert f'Proposes to supersede <a href="/p/{api.project.slug}/memories/{black_id}/">' in review_queue(api)
 
-    memory_services.memory_approve(memory=ruff, actor="user:rita")
+    review.memory_approve(memory=ruff, actor="user:rita")
 
     assert Memory.objects.get(pk=black_id).status == "superseded"
     ranked = top_level_ids(api)

@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 from capture.models import CaptureJob
+from retrieval.models import RetrievalLog
+from tests.support.reframing_gateway import FRAMINGS, ReframingGateway, self_signed
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -167,3 +169,55 @@ def test_gemini_hooks_print_an_empty_object_when_the_server_is_down(cli):
     cli.env["MEMORYHUB_URL"] = "http://127.0.0.1:9"
     done = cli("hook", "--agent", "gemini", "BeforeAgent", stdin=payload("gemini_before_agent"))
     assert (done.returncode, done.stdout) == (0, "{}")
+
+
+@pytest.fixture
+def remembered(cli: Any) -> None:
+    cli("remember", DEPLOY)
+    assert cli("recall", "warm up").returncode == 0  # the server's first retrieve loads what it needs
+
+
+@pytest.mark.parametrize("framing", FRAMINGS)
+def test_the_answer_is_read_whole_however_a_gateway_frames_it(cli, remembered, framing):
+    gateway = ReframingGateway(cli.env["MEMORYHUB_URL"], framing=framing)
+    try:
+        cli.env["MEMORYHUB_URL"] = gateway.url()
+        done = cli("hook", "UserPromptSubmit", stdin=payload("claude_code_user_prompt_submit"))
+    finally:
+        gateway.close()
+    assert DEPLOY in context(done, "UserPromptSubmit")
+
+
+def test_an_https_server_is_reached_when_its_certificate_is_trusted_and_refused_when_not(cli, remembered, tmp_path):
+    certificate, key = self_signed(tmp_path)
+    gateway = ReframingGateway(cli.env["MEMORYHUB_URL"], framing="chunked", tls=(certificate, key))
+    try:
+        cli.env["MEMORYHUB_URL"] = gateway.url("localhost")
+        untrusted = cli("hook", "UserPromptSubmit", stdin=payload("claude_code_user_prompt_submit"))
+        cli.env["SSL_CERT_FILE"] = str(certificate)
+        trusted = cli("hook", "UserPromptSubmit", stdin=payload("claude_code_user_prompt_submit"))
+    finally:
+        gateway.close()
+    assert (untrusted.returncode, untrusted.stdout) == (0, "")
+    assert "CERTIFICATE_VERIFY_FAILED" in (cli.home / ".local" / "state" / "memoryhub" / "hooks.log").read_text()
+    assert DEPLOY in context(trusted, "UserPromptSubmit")
+
+
+def test_an_error_answer_is_logged_as_the_apis_error_without_a_traceback(cli):
+    cli.env["MEMORYHUB_API_KEY"] = "mh_00000000_not-a-key"
+    done = cli("hook", "UserPromptSubmit", stdin=payload("claude_code_user_prompt_submit"))
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    log = (cli.home / ".local" / "state" / "memoryhub" / "hooks.log").read_text()
+    assert "UserPromptSubmit failed; the agent goes on without memory: Unauthorized: 401" in log
+    assert "Traceback" not in log
+
+
+def test_a_context_hook_does_not_wait_for_the_llm(cli, remembered, settings, fake_openai, project):
+    """HyDE and the judge are LLM calls: a hook has 1 s, and its target is 150 ms (docs/adr/0109)."""
+    settings.MEMORYHUB_LLM_BASE_URL, settings.OPENAI_API_KEY = fake_openai.base_url, "k"
+    settings.MEMORYHUB_JUDGE = True
+    assert project.hyde_enabled
+    done = cli("hook", "UserPromptSubmit", stdin=payload("claude_code_user_prompt_submit"))
+    assert DEPLOY in context(done, "UserPromptSubmit")
+    assert fake_openai.count("/chat/completions") == 0
+    assert "hyde" not in RetrievalLog.objects.filter(user_id="alice").latest("created_at").timings

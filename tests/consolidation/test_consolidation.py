@@ -137,9 +137,9 @@ def test_a_proposal_whose_memories_changed_meanwhile_is_stale_and_changes_nothin
     project.refresh_from_db()
     first, second = (remember(project, text) for text in DOG)
     consolidate(project)
-    from memories import services as memory_services
+    from memories import lifecycle
 
-    memory_services.memory_delete(memory=second, actor="user:someone")
+    lifecycle.memory_delete(memory=second, actor="user:someone")
     proposal = ConsolidationAction.objects.get()
     with pytest.raises(Conflict):
         services.action_approve(action=proposal, actor="user:reviewer")

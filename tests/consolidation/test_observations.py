@@ -16,6 +16,7 @@ import pytest
 from common.errors import Conflict
 from consolidation import observations
 from consolidation.models import ActionStatus, ConsolidationObservation, ConsolidationRun
+from memories import lifecycle
 from memories import services as memory_services
 from memories.models import CapturePolicy, Kind, Memory, MemoryEdge, Project, Relationship, Status
 from tests.consolidation.conftest import consolidate, fresh, remember
@@ -161,7 +162,7 @@ def test_a_proposal_whose_cited_memory_changed_goes_stale_on_approval(project, l
     work = [remember(project, text) for text in WORK]
     [observation] = ConsolidationObservation.objects.filter(run=consolidate(project))
     cited = next(m for m in work if str(m.pk) in observation.cited)
-    memory_services.memory_delete(memory=cited, actor="user:alice")
+    lifecycle.memory_delete(memory=cited, actor="user:alice")
     with pytest.raises(Conflict):
         observations.observation_approve(observation=observation, actor="user:reviewer")
     assert ConsolidationObservation.objects.get(pk=observation.pk).status == ActionStatus.STALE

@@ -1,4 +1,4 @@
-"""The rules a consolidation judges pairs with (consolidation/rules.py), on the issue's examples
+"""The rules a consolidation judges pairs with (consolidation/rules.py and reader.py), on the issue's examples
 and the hard cases the labelled set is built around. Pure text: no servers, no embedder (the
 cosine is given as the local model measures such pairs)."""
 
@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from consolidation import rules
+from consolidation import reader, rules
 
 
 def judge(older: str, newer: str, cosine: float) -> rules.Verdict:
-    return rules.judge(rules.read(older), rules.read(newer), cosine)
+    return rules.judge(reader.read(older), reader.read(newer), cosine)
 
 
 def test_black_then_ruff_is_a_supersede_of_the_older_by_the_newer():
@@ -77,7 +77,7 @@ def test_nothing_is_judged_below_the_candidate_cosine():
 
 
 def test_a_reading_names_its_slot_value_and_subject():
-    reading = rules.read("The user's mother lives in Madrid.")
+    reading = reader.read("The user's mother lives in Madrid.")
     assert (reading.subject, reading.slot, reading.slot_value) == ("mother", "location", "madrid")
-    assert rules.read("I switched from black to ruff format").values == {"formatter": frozenset({"ruff"})}
-    assert rules.read("The user's laptop is now a MacBook Air.").slot_value == "macbook air"
+    assert reader.read("I switched from black to ruff format").values == {"formatter": frozenset({"ruff"})}
+    assert reader.read("The user's laptop is now a MacBook Air.").slot_value == "macbook air"

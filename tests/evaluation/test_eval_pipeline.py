@@ -18,9 +18,9 @@ from evaluation.pipeline import (
     Question,
     _memory_item,
     natural_plan,
-    score_question,
     speakers_named,
 )
+from evaluation.pipeline_scores import score_question
 
 pytestmark = pytest.mark.slow
 

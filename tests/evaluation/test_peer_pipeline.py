@@ -12,7 +12,8 @@ from django.core.management import CommandError, call_command
 
 from evaluation.natural import NATURAL_PATH
 from evaluation.peer_pipeline import peer_input, peer_jobs, peer_results, run_driver
-from evaluation.pipeline import natural_plan, summarize
+from evaluation.pipeline import natural_plan
+from evaluation.pipeline_scores import summarize
 
 PEER_PYTHON = Path(
     os.environ.get("MEMORYHUB_PEER_PYTHON", str(Path(settings.BASE_DIR) / ".memoryhub" / "peer" / "bin" / "python"))

@@ -112,7 +112,8 @@ def test_the_command_builds_the_query_session_beside_the_handshake(api, monkeypa
     from django.core.management import call_command
 
     from integrations.management.commands import mcp
-    from retrieval.embedding.embedders import LOCAL_MODEL_NAME, embedder_for_model, reset_embedder_cache
+    from retrieval.embedding.embedders import embedder_for_model, reset_embedder_cache
+    from retrieval.embedding.local_embedder import LOCAL_MODEL_NAME
 
     reset_embedder_cache(include_local=True)  # a fresh process: no session loaded yet
     monkeypatch.setattr(mcp.anyio, "run", lambda *args: None)  # no stdio to serve here

@@ -8,7 +8,7 @@ import pytest
 from django.test import Client, override_settings
 
 from common.errors import Invalid
-from memories import services, tenancy
+from memories import edges, tenancy
 from memories.models import ApiKey, Memory, MemoryEdge
 
 
@@ -138,7 +138,7 @@ def test_supersede_with_an_unknown_related_id_writes_nothing(api, make_memory):
 def test_linking_a_memory_to_itself_is_refused(make_memory):
     stored = Memory.objects.get(pk=make_memory()["id"])
     with pytest.raises(Invalid):
-        services.edge_link(source=stored, target=stored, relationship="related", actor="system:test")
+        edges.edge_link(source=stored, target=stored, relationship="related", actor="system:test")
     assert MemoryEdge.objects.count() == 0
 
 

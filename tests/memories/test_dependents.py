@@ -8,7 +8,7 @@ import pytest
 
 from consolidation import services as consolidation_services
 from consolidation.models import ConsolidationAction
-from memories import services
+from memories import edges, lifecycle, review
 from memories.models import Memory, Status
 from tests.consolidation.conftest import consolidate, fresh, remember
 
@@ -43,7 +43,7 @@ def test_a_dependent_memory_returns_to_review_when_its_source_is_superseded(api,
     assert revision.reason == f"what it rests on changed: {source['id']} was superseded"
     assert api.get(f"/memories/{unrelated['id']}", user_id="alice").json()["status"] == "active"
     # The review decides: approved, it is current again.
-    services.memory_approve(memory=Memory.objects.get(pk=plan["id"]), actor="user:reviewer")
+    review.memory_approve(memory=Memory.objects.get(pk=plan["id"]), actor="user:reviewer")
     assert Memory.objects.get(pk=plan["id"]).status == Status.ACTIVE
 
 
@@ -51,7 +51,7 @@ def test_a_dependent_memory_returns_to_review_when_its_source_is_superseded(api,
 def test_a_memory_derived_from_a_forgotten_one_returns_to_review(api, make_memory, action, word):
     source, derived = rests_on(api, make_memory, "derived_from")
     memory = Memory.objects.get(pk=source["id"])
-    getattr(services, f"memory_{action}")(memory=memory, actor="user:someone")
+    getattr(lifecycle, f"memory_{action}")(memory=memory, actor="user:someone")
     assert Memory.objects.get(pk=derived["id"]).status == Status.PENDING_REVIEW
     assert last_revision(derived["id"]).reason == f"what it rests on changed: {source['id']} was {word}"
 
@@ -66,16 +66,16 @@ def test_only_what_rests_on_the_memory_returns_and_only_when_active(api, make_me
     source = make_memory(content="The team deploys the API on Heroku.")
     related = make_memory(content="Heroku bills monthly.", related=[{"id": source["id"], "relationship": "related"}])
     gone = make_memory(content="An older plan on Heroku.", related=[{"id": source["id"], "relationship": "depends_on"}])
-    services.memory_archive(memory=Memory.objects.get(pk=gone["id"]), actor="user:someone")
+    lifecycle.memory_archive(memory=Memory.objects.get(pk=gone["id"]), actor="user:someone")
     # The source rests on nothing of theirs: a link from it is no dependency of it.
     target = make_memory(content="The API is written in Go.")
-    services.edge_link(
+    edges.edge_link(
         source=Memory.objects.get(pk=source["id"]),
         target=Memory.objects.get(pk=target["id"]),
         relationship="depends_on",
         actor="user:someone",
     )
-    services.memory_delete(memory=Memory.objects.get(pk=source["id"]), actor="user:someone")
+    lifecycle.memory_delete(memory=Memory.objects.get(pk=source["id"]), actor="user:someone")
     assert Memory.objects.get(pk=related["id"]).status == Status.ACTIVE
     assert Memory.objects.get(pk=gone["id"]).status == Status.ARCHIVED
     assert Memory.objects.get(pk=target["id"]).status == Status.ACTIVE

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memories import services
+from memories import edges
 from memories.models import Memory
 
 
@@ -64,7 +64,7 @@ def test_history_chain_hides_versions_the_caller_cannot_see(api, make_memory):
     # A deleted middle version and a private link on a shared version stay hidden from others.
     api.delete(f"/memories/{successor.json()['id']}", user_id="alice")
     private = make_memory(user_id="alice", content="Alice's private note about Postgres.")
-    services.edge_link(
+    edges.edge_link(
         source=Memory.objects.get(pk=shared["id"]),
         target=Memory.objects.get(pk=private["id"]),
         relationship="related",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memories import services
+from memories import edges, lifecycle, services
 from memories.models import ApiKey, Memory
 from memories.schemas import memory_out
 from memories.selectors import api_key_active, memories_by_id, memories_visible, with_relations
@@ -21,10 +21,10 @@ def test_memories_by_id_shows_what_the_orm_path_shows_without_another_query(
         memory=old, draft=services.MemoryDraft(user_id="alice", content="Alice uses ruff."), actor="system:test"
     )
     other = stored(make_memory, content="Alice lints on save.")
-    services.edge_link(source=new, target=other, relationship="related", actor="system:test")
+    edges.edge_link(source=new, target=other, relationship="related", actor="system:test")
     dropped = stored(make_memory, content="Alice once used flake8.")
-    services.edge_link(source=new, target=dropped, relationship="contradicts", actor="system:test")
-    services.memory_delete(memory=dropped, actor="system:test")
+    edges.edge_link(source=new, target=dropped, relationship="contradicts", actor="system:test")
+    lifecycle.memory_delete(memory=dropped, actor="system:test")
     ids = [str(old.pk), str(new.pk), str(other.pk)]
     expected = {
         str(m.pk): memory_out(m)
@@ -43,14 +43,14 @@ def test_memories_by_id_shows_what_the_orm_path_shows_without_another_query(
 def test_memories_by_id_never_returns_another_users_or_a_deleted_memory(make_memory, api):
     mine, bobs = stored(make_memory), stored(make_memory, user_id="bob")
     gone = stored(make_memory, content="Alice forgot this.")
-    services.memory_delete(memory=gone, actor="system:test")
+    lifecycle.memory_delete(memory=gone, actor="system:test")
     found = memories_by_id(project=api.project, user_id="alice", ids=[str(mine.pk), str(bobs.pk), str(gone.pk)])
     assert list(found) == [str(mine.pk)]
 
 
 def test_memories_by_id_says_which_memories_have_links_either_way(make_memory, api):
     source, target, alone = stored(make_memory), stored(make_memory, content="B."), stored(make_memory, content="C.")
-    services.edge_link(source=source, target=target, relationship="related", actor="system:test")
+    edges.edge_link(source=source, target=target, relationship="related", actor="system:test")
     found = memories_by_id(project=api.project, user_id="alice", ids=[str(m.pk) for m in (source, target, alone)])
     assert [found[str(m.pk)].linked for m in (source, target, alone)] == [True, True, False]
 

@@ -11,7 +11,8 @@ from capture.models import CaptureJob
 from common.redis import redis_client
 from conversations.models import Conversation, Message
 from memories.models import Embedding, Memory, MemoryEdge, ScratchpadEntry
-from retrieval.embedding.embedders import LOCAL_MODEL_NAME, embedder_for_model
+from retrieval.embedding.embedders import embedder_for_model
+from retrieval.embedding.local_embedder import LOCAL_MODEL_NAME
 from retrieval.embedding.vector_cache import cache_key, cache_name
 from retrieval.models import RetrievalLog
 

@@ -9,7 +9,7 @@ from common.redis import redis_client
 from memories.models import Embedding, Project
 from memoryhub.celery import app
 from retrieval.embedding import embedders, reembed
-from retrieval.embedding.embedders import LOCAL_MODEL_NAME
+from retrieval.embedding.local_embedder import LOCAL_MODEL_NAME
 from retrieval.tasks import reembed_project_task
 from tests.support.celery_worker import celery_worker, purge_queue, wait_until
 

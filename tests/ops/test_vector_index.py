@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 
 from memories.models import Memory
-from retrieval.embedding.embedders import LOCAL_MODEL_NAME
+from retrieval.embedding.local_embedder import LOCAL_MODEL_NAME
 from retrieval.models import KeywordStats
 from retrieval.ranking.search import VECTOR_EXACT_MAX_ROWS
 from retrieval.tasks import build_vector_index_task, sweep_embeddings

@@ -7,7 +7,8 @@ import gc
 import pytest
 
 from memories.models import ApiKey
-from retrieval.embedding.embedders import LOCAL_MODEL_NAME, embedder_for_model, reset_embedder_cache
+from retrieval.embedding.embedders import embedder_for_model, reset_embedder_cache
+from retrieval.embedding.local_embedder import LOCAL_MODEL_NAME
 from retrieval.models import RetrievalLog
 
 

@@ -9,16 +9,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from retrieval.embedding.embedders import (
-    LOCAL_MODEL_NAME,
-    EmbedderError,
-    LocalEmbedder,
-    ModelIntegrityError,
-    MpnetEmbedder,
-    OpenAIEmbedder,
-    embedder_for_model,
-    reset_embedder_cache,
-)
+from retrieval.embedding.embedders import embedder_for_model, reset_embedder_cache
+from retrieval.embedding.integrity import ModelIntegrityError
+from retrieval.embedding.local_embedder import LOCAL_MODEL_NAME, LocalEmbedder
+from retrieval.embedding.mpnet_embedder import MpnetEmbedder
+from retrieval.embedding.openai_embedder import OpenAIEmbedder
+from retrieval.embedding.protocol import EmbedderError
 from tests.support import openai_fixtures
 from tests.support.openai_server import FakeOpenAI, Fault, hashed_bag_of_words
 

@@ -142,7 +142,7 @@ def test_many_memories_are_stored_a_slice_at_a_time_each_with_its_own_vector(api
 def test_an_embedder_failure_mid_way_keeps_the_slices_stored_and_leaves_the_rest_pending(
     api, openai_embedder, monkeypatch
 ):
-    from retrieval.embedding.embedders import EmbedderError
+    from retrieval.embedding.protocol import EmbedderError
     from retrieval.vectors import memory_vectors
 
     monkeypatch.setattr(memory_vectors, "STORE_CHUNK", 2)

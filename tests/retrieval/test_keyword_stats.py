@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memories import services
+from memories import lifecycle, services
 from memories.models import Memory, Project
 from retrieval.models import CommonLexeme, KeywordStats
 from retrieval.ranking.keyword_stats import refresh_keyword_stats
@@ -76,7 +76,7 @@ def test_refresh_recounts_on_drift_and_drops_groups_that_shrank(corpus, settings
     assert refresh_keyword_stats(project_id=corpus.pk).refreshed == 1
     assert KeywordStats.objects.get(project=corpus).rows == 31
     for memory in Memory.objects.filter(project=corpus, user_id="alice")[:15]:
-        services.memory_archive(memory=memory, actor="test")
+        lifecycle.memory_archive(memory=memory, actor="test")
     assert refresh_keyword_stats(project_id=corpus.pk).removed == 1
     assert not KeywordStats.objects.filter(project=corpus).exists()
     assert not CommonLexeme.objects.exists()

@@ -13,11 +13,12 @@ from django.db import connection
 from django.utils import timezone
 
 from common import row_security
-from memories import services
+from memories import lifecycle, services
 from memories.models import Memory, MemoryTerm, Project, Status
 from memoryhub import erasure
 from retrieval.ranking.keyword_stats import settle_after_bulk_load
-from retrieval.ranking.search import BOILERPLATE_LEXEMES, KEYWORD_SQL, RANK_INLINE, search_settings
+from retrieval.ranking.search import BOILERPLATE_LEXEMES, search_settings
+from retrieval.ranking.search_sql import KEYWORD_SQL, RANK_INLINE
 
 COPIED = ("project_id", "user_id", "scope", "status", "kind", "category", "expires_at")
 
@@ -68,7 +69,7 @@ def test_a_memorys_words_follow_its_inserts_edits_and_status(project):
     assert terms_of(one) == expected_terms(one)
     assert {row[2:6] for row in terms_of(one).values()} == {("project", "active", "preference", "coding-preferences")}
 
-    services.memory_archive(memory=one, actor="t")
+    lifecycle.memory_archive(memory=one, actor="t")
     assert {row[3] for row in terms_of(one).values()} == {Status.ARCHIVED}
     newer = services.memory_supersede(memory=many[0], draft=draft("Bob sells bicycles now.", "bob"), actor="t")
     assert {row[3] for row in terms_of(many[0]).values()} == {Status.SUPERSEDED}
@@ -199,7 +200,7 @@ def test_the_search_finds_and_ranks_what_ts_rank_over_the_memories_does(project)
         drafts.append(draft(f"Note {n}: " + " ".join(words), user, scope=scope, expires_at=expires))
     memories = services.memory_bulk_create(project=project, drafts=drafts, actor="t")
     for memory in memories[::13]:
-        services.memory_archive(memory=memory, actor="t")
+        lifecycle.memory_archive(memory=memory, actor="t")
     everything = " ".join(vocabulary)  # hits with more words than the search adds inline (RANK_INLINE)
     queries = [
         "kubernetes",

@@ -11,15 +11,10 @@ import numpy as np
 import pytest
 
 from retrieval.embedding import mpnet
-from retrieval.embedding.embedders import (
-    MPNET_MODEL_NAME,
-    LocalEmbedder,
-    ModelIntegrityError,
-    MpnetEmbedder,
-    embedder_for_model,
-    get_embedder,
-    reset_embedder_cache,
-)
+from retrieval.embedding.embedders import embedder_for_model, get_embedder, reset_embedder_cache
+from retrieval.embedding.integrity import ModelIntegrityError
+from retrieval.embedding.local_embedder import LocalEmbedder
+from retrieval.embedding.mpnet_embedder import MPNET_MODEL_NAME, MpnetEmbedder
 from retrieval.vectors.memory_vectors import default_model_name
 
 BUILT = mpnet.read_manifest(mpnet.model_dir()) is not None

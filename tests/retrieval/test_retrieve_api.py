@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from ninja import schema as ninja_schema
 from pydantic import ValidationError
 
-from memories import services, tenancy
+from memories import edges, services, tenancy
 from memories.models import Memory, Project
 from retrieval import engine
-from retrieval.embedding import embedders
+from retrieval.embedding import embedders, local_embedder
 from retrieval.models import RetrievalLog
 from retrieval.ranking import graph
 from retrieval.ranking.tokens import count_tokens
@@ -100,7 +100,7 @@ def test_superseded_memories_come_back_only_as_the_newest_versions_chain(api, al
 def test_a_shared_older_version_in_the_chain_hides_its_links_to_private_memories(api, alice_memories, make_memory):
     shared = make_memory(content="The team deploys on Fridays.", scope="project")
     private = alice_memories["Alice is allergic to peanuts."]
-    services.edge_link(
+    edges.edge_link(
         source=Memory.objects.get(pk=shared["id"]), target=Memory.objects.get(pk=private), relationship="related",
         actor="test",
     )  # fmt: skip
@@ -308,9 +308,9 @@ def test_before_it_searches_a_retrieve_asks_redis_twice_and_for_a_cached_turn_on
 def test_a_query_vector_cached_earlier_is_not_embedded_again(api, alice_memories, monkeypatch):
     retrieve(api, query="What does Alice drink?")
     embedded: list[str] = []
-    embed = embedders.LocalEmbedder.embed
+    embed = local_embedder.LocalEmbedder.embed
     monkeypatch.setattr(
-        embedders.LocalEmbedder, "embed", lambda self, texts: embedded.extend(texts) or embed(self, texts)
+        local_embedder.LocalEmbedder, "embed", lambda self, texts: embedded.extend(texts) or embed(self, texts)
     )
     again = retrieve(api, query="What does Alice drink?")
     assert embedded == [] and contents(again)[0] == "Alice's favourite drink is green tea."

@@ -21,15 +21,13 @@ from memories.fields import vector_literal
 from memories.models import GIN_PENDING_LIST_KB
 from retrieval.ranking.search import (
     BOILERPLATE_LEXEMES,
-    KEYWORD_SQL,
-    NEAREST_READ,
     VECTOR_EXACT_MAX_ROWS,
     array_literal,
-    fusion_sql,
     keyword_arrays,
     reads_exactly,
     search_settings,
 )
+from retrieval.ranking.search_sql import KEYWORD_SQL, NEAREST_READ, fusion_sql
 from retrieval.vectors.vector_index import index_sql
 from tests.support.search import statements_containing, stored
 
@@ -365,7 +363,8 @@ def test_the_statements_are_sent_short_enough_for_psycopg_to_keep_their_split():
     text is split around its parameters once per process, not on every search."""
     from psycopg._queries import MAX_CACHED_STATEMENT_LENGTH
 
-    from retrieval.ranking.search import SETTINGS_SQL, _sent
+    from retrieval.ranking.search import _sent
+    from retrieval.ranking.search_sql import SETTINGS_SQL
 
     statements = [SETTINGS_SQL, KEYWORD_SQL] + [
         fusion_sql(dim, own_exact=own, shared_exact=shared, given=given)

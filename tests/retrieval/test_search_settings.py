@@ -17,7 +17,8 @@ from common import row_security
 from memories import services
 from memories.models import Project
 from retrieval.embedding.embedders import get_embedder
-from retrieval.ranking.search import KEYWORD_SQL, SearchParams, hybrid_search
+from retrieval.ranking.search import SearchParams, hybrid_search
+from retrieval.ranking.search_sql import KEYWORD_SQL
 from retrieval.vectors.memory_vectors import active_model
 from tests.support.celery_worker import database_url_for_tests, wait_until
 

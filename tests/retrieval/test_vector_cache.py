@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from common.redis import redis_client
-from retrieval.embedding.embedders import INT8_ROUTE, LOCAL_MODEL_NAME, RETIRED_INT8_ROUTES, LocalEmbedder
+from retrieval.embedding.local_embedder import INT8_ROUTE, LOCAL_MODEL_NAME, RETIRED_INT8_ROUTES, LocalEmbedder
 from retrieval.embedding.vector_cache import cache_key, cache_names, embed_texts, forget_cached, project_cache_name
 
 # The cache is in Redis.

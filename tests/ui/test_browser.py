@@ -9,7 +9,7 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from memories import services
+from memories import edges, services
 from memories.models import Memory, MemoryRevision, Status
 from tests.ui.conftest import PASSWORD
 
@@ -85,7 +85,7 @@ def _wait_for_successor(page: Any, memory: Memory) -> Memory:
 
 def test_the_graph_draws_a_node_per_memory(page, live_server, person, project, memory_factory):
     made = [memory_factory(f"Graph memory {i}.", category="user-facts") for i in range(12)]
-    services.edge_link(source=made[0], target=made[1], relationship="refines", actor="t")
+    edges.edge_link(source=made[0], target=made[1], relationship="refines", actor="t")
     services.memory_supersede(memory=made[2], draft=services.MemoryDraft(user_id="alice", content="New."), actor="t")
     sign_in(page, live_server, person("viewer"))
     page.goto(f"{live_server.url}/p/{project.slug}/graph/?user=alice")
@@ -103,7 +103,7 @@ def test_the_graph_draws_500_memories_and_their_links(page, live_server, person,
     ]
     made = services.memory_bulk_create(project=project, drafts=drafts, actor="t")
     for i in range(0, 500, 2):  # 250 links, a chain through every other memory
-        services.edge_link(source=made[i], target=made[(i + 7) % 500], relationship="related", actor="t")
+        edges.edge_link(source=made[i], target=made[(i + 7) % 500], relationship="related", actor="t")
     sign_in(page, live_server, person("viewer"))
     started = time.perf_counter()
     page.goto(f"{live_server.url}/p/{project.slug}/graph/?user=alice")

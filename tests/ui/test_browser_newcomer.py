@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from capture.models import CaptureJob
-from memories import services
+from memories import edges
 from memories.models import Status
 from tests.ui.conftest import open_page
 from tests.ui.test_browser import sign_in
@@ -45,7 +45,7 @@ def test_the_graph_opens_on_the_busiest_end_user_then_the_last_one_viewed(
 ):
     memory_factory("Alice drinks tea.", user_id="alice")
     made = [memory_factory(f"Bob note {i}.", user_id="bob") for i in range(3)]
-    services.edge_link(source=made[0], target=made[1], relationship="refines", actor="t")
+    edges.edge_link(source=made[0], target=made[1], relationship="refines", actor="t")
     sign_in(sized_page, live_server, person("viewer"))
     sized_page.goto(f"{live_server.url}/p/{project.slug}/graph/")
     assert sized_page.locator("#graph-user").input_value() == "bob"

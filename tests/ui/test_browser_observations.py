@@ -11,7 +11,7 @@ import pytest
 
 from consolidation import vectors
 from consolidation.models import ActionStatus, ConsolidationAction, ConsolidationObservation
-from memories import services as memory_services
+from memories import lifecycle
 from memories.models import CapturePolicy, Kind, Memory, Project, Status
 from tests.consolidation.conftest import consolidate, fresh, remember
 from tests.consolidation.test_observations import STATEMENT, WORK, observer_reply
@@ -96,7 +96,7 @@ def test_a_stale_observation_is_marked_on_its_card_on_a_phone(browser, live_serv
         card = page.locator(f"#observation-{observation.pk}")
         card.wait_for()
         # Someone deletes a memory it cites while the page is open.
-        memory_services.memory_delete(memory=gone, actor="user:alice")
+        lifecycle.memory_delete(memory=gone, actor="user:alice")
         card.locator("button", has_text="Approve").click()
         note = card.locator(".stale-note")
         note.wait_for()

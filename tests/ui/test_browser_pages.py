@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memories import services
+from memories import edges, services
 from memories.models import MemoryEdge
 from retrieval.models import RetrievalLog
 from tests.ui.test_browser import sign_in
@@ -66,7 +66,7 @@ def _graph_of_twelve(project, memory_factory):
         memory_factory(f"Alice note {i} about {'Neovim' if i < 3 else 'tea'}.", category=project.taxonomy[i % 3])
         for i in range(12)
     ]
-    services.edge_link(source=made[0], target=made[1], relationship="refines", actor="t")
+    edges.edge_link(source=made[0], target=made[1], relationship="refines", actor="t")
     return made
 
 
@@ -106,7 +106,7 @@ def test_labels_of_a_crowded_graph_do_not_collide(page, live_server, person, pro
     drafts = [services.MemoryDraft(user_id="alice", content=f"Crowded memory number {i}.") for i in range(80)]
     made = services.memory_bulk_create(project=project, drafts=drafts, actor="t")
     for i in range(79):  # a dense chain pulls the nodes together
-        services.edge_link(source=made[i], target=made[i + 1], relationship="related", actor="t")
+        edges.edge_link(source=made[i], target=made[i + 1], relationship="related", actor="t")
     sign_in(page, live_server, person("viewer"))
     page.goto(f"{live_server.url}/p/{project.slug}/graph/?user=alice")
     page.locator("#graph circle").nth(79).wait_for()

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from capture.models import CaptureJob, JobStatus
-from memories import services
+from memories import edges, services
 from memories.models import Memory, MemoryRevision, Status
 from tests.ui.conftest import ARTIFACTS
 from tests.ui.test_browser import sign_in
@@ -77,7 +77,7 @@ def test_the_playground_candidate_table_stays_inside_its_card(browser, live_serv
         services.memory_create(project=project, draft=services.MemoryDraft(user_id="alice", content=text), actor="t")
         for text in (long, "Alice prefers tabs over spaces in Go code.")
     ]
-    services.edge_link(source=made[0], target=made[1], relationship="related", actor="t")
+    edges.edge_link(source=made[0], target=made[1], relationship="related", actor="t")
     with _page(browser, request, width) as page:
         sign_in(page, live_server, person("viewer"))
         page.goto(f"{live_server.url}/p/{project.slug}/playground/?user=alice&text=How+does+Alice+deploy+billing")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from capture.models import CaptureJob
 from conversations.models import Conversation
-from memories import services, tenancy
+from memories import edges, lifecycle, services, tenancy
 
 
 def _page(client, project, memory):
@@ -45,7 +45,7 @@ def test_history_names_the_api_key_and_the_person_instead_of_raw_ids(client_as, 
     key, _ = tenancy.api_key_create(project=project, name="support bot")
     draft = services.MemoryDraft(user_id="alice", content="Alice likes tea.")
     memory = services.memory_create(project=project, draft=draft, actor=f"api_key:{key.prefix}", embed_inline=False)
-    services.memory_archive(memory=memory, actor="user:reviewer-person", reason="old")
+    lifecycle.memory_archive(memory=memory, actor="user:reviewer-person", reason="old")
     page = _page(client_as("viewer"), project, memory)
     history = page[page.index('id="history"') :]
     assert f"API key “support bot” ({key.prefix}…)" in history
@@ -55,9 +55,9 @@ def test_history_names_the_api_key_and_the_person_instead_of_raw_ids(client_as, 
 
 def test_incoming_links_read_from_the_readers_side(client_as, memory_factory, project):
     newer, older = memory_factory("Alice uses Neovim 0.10."), memory_factory("Alice uses Neovim.")
-    services.edge_link(source=newer, target=older, relationship="refines", actor="t")
+    edges.edge_link(source=newer, target=older, relationship="refines", actor="t")
     other = memory_factory("Alice never uses Emacs.")
-    services.edge_link(source=other, target=older, relationship="contradicts", actor="t")
+    edges.edge_link(source=other, target=older, relationship="contradicts", actor="t")
     client = client_as("viewer")
     older_page, newer_page = _page(client, project, older), _page(client, project, newer)
     assert "refined by</span>" in older_page and "contradicted by</span>" in older_page

@@ -15,7 +15,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from capture.models import CaptureJob
-from memories import services, tenancy
+from memories import edges, lifecycle, tenancy
 from memories.models import ApiKey, Membership, Memory, MemoryEdge, Project, Status
 
 RANK = {"viewer": 0, "reviewer": 1, "admin": 2}
@@ -55,10 +55,10 @@ def _reads(project: Project, make: Any) -> dict[str, Case]:
 def _memory_writes(project: Project, make: Any) -> dict[str, Case]:
     base = f"/p/{project.slug}/memories"
     edited, superseded, archived, deleted, restored = (make(f"Memory number {i}.") for i in range(5))
-    services.memory_archive(memory=restored, actor="system:test")
+    lifecycle.memory_archive(memory=restored, actor="system:test")
     pending = make("Waiting for a reviewer.", status=Status.PENDING_REVIEW)
     linked_a, linked_b = make("Link source."), make("Link target.")
-    edge = services.edge_link(source=linked_a, target=linked_b, relationship="related", actor="system:test")
+    edge = edges.edge_link(source=linked_a, target=linked_b, relationship="related", actor="system:test")
     fields = {"content": "Edited by a person.", "kind": "fact", "category": "", "importance": "0.5", "reason": "t"}
     return {
         "edit": Case(

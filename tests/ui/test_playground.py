@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from memories import services
+from memories import edges, services
 from memories.models import Memory, Project
 from retrieval.models import RetrievalLog
 from retrieval.ranking.keyword_stats import refresh_keyword_stats
@@ -95,7 +95,7 @@ def test_a_tight_token_budget_excludes_the_rest_by_budget(client_as, project, fa
 @pytest.mark.django_db
 def test_a_graph_neighbour_shows_the_memory_and_relationship_that_brought_it(client_as, project, facts):
     peanuts = facts["Alice is allergic to peanuts."]
-    services.edge_link(source=facts[DEPLOY], target=peanuts, relationship="related", actor="system:test")
+    edges.edge_link(source=facts[DEPLOY], target=peanuts, relationship="related", actor="system:test")
     rows = ask(client_as("viewer"), project).context["results"]["rows"]
     row = next(row for row in rows if row.memory.pk == peanuts.pk)
     assert (row.via.pk, row.relationship, row.outcome) == (facts[DEPLOY].pk, "related", "included")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from memories import services
+from memories import lifecycle, services
 from memories.models import Memory, MemoryEdge, MemoryRevision, Project, Relationship, Status
 
 pytestmark = pytest.mark.django_db
@@ -147,7 +147,7 @@ def test_undo_refuses_what_changed_since_and_twice(client_as, project):
     proposal = propose(project, "Approve me.")
     client = client_as("reviewer")
     client.post(url(project, f"{proposal.pk}/approve/"), headers=HTMX)
-    services.memory_archive(memory=proposal, actor="user:someone-else")
+    lifecycle.memory_archive(memory=proposal, actor="user:someone-else")
     response = client.post(url(project, "undo/"), headers=HTMX)
     assert "1 could not be undone" in response.content.decode()
     assert Memory.objects.get(pk=proposal.pk).status == Status.ARCHIVED

@@ -141,13 +141,13 @@ def test_another_projects_runs_and_proposals_are_not_found(client_as, project, o
 
 
 def test_a_memory_back_in_review_because_what_it_rests_on_changed_says_so_on_its_card(client_as, project):
-    from memories import services as memory_services
+    from memories import lifecycle
 
     source = remember(project, "The team deploys the API on Heroku.")
     plan = remember(
         project, "The deploy checklist starts with the Heroku release phase.", related=[(str(source.pk), "depends_on")]
     )
-    memory_services.memory_delete(memory=source, actor="user:someone")
+    lifecycle.memory_delete(memory=source, actor="user:someone")
     body = client_as("reviewer").get(f"/p/{project.slug}/review/").content.decode()
     card = body[body.index(f'id="card-{plan.pk}"') :]
     assert f"Why: what it rests on changed: {source.pk} was deleted" in card[: card.index("</li>")]

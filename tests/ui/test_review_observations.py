@@ -13,7 +13,7 @@ import pytest
 from django.utils.html import escape
 
 from consolidation.models import ActionStatus, ConsolidationAction, ConsolidationObservation, ConsolidationRun
-from memories import services as memory_services
+from memories import lifecycle
 from memories.models import CapturePolicy, Kind, Memory, MemoryEdge, Project, Relationship, Status
 from tests.consolidation.conftest import consolidate, fresh, remember
 from tests.consolidation.test_observations import STATEMENT, WORK, observer_reply
@@ -101,7 +101,7 @@ def test_rejecting_writes_nothing_and_a_second_decision_is_a_409(client_as, proj
 def test_approving_a_stale_observation_is_a_clear_409_that_marks_its_card(client_as, project, llm):
     observation, work = proposed(project)
     cited = next(m for m in work if str(m.pk) in observation.cited)
-    memory_services.memory_delete(memory=cited, actor="user:alice")
+    lifecycle.memory_delete(memory=cited, actor="user:alice")
     reviewer = client_as("reviewer")
     response = reviewer.post(f"/p/{project.slug}/review/observations/{observation.pk}/approve/", headers=HTMX)
     assert response.status_code == 409 and response["Content-Type"].startswith("text/plain")
@@ -122,7 +122,7 @@ def test_a_stale_merge_marks_its_card_the_same_way(client_as, project):
     first, second = (remember(project, text) for text in DOG)
     consolidate(project)
     action = ConsolidationAction.objects.get()
-    memory_services.memory_delete(memory=first, actor="user:alice")
+    lifecycle.memory_delete(memory=first, actor="user:alice")
     response = client_as("reviewer").post(f"/p/{project.slug}/review/consolidations/{action.pk}/approve/", headers=HTMX)
     assert response.status_code == 409
     assert json.loads(response["HX-Trigger"])["proposal-stale"]["card"] == f"proposal-{action.pk}"

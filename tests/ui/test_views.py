@@ -7,7 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from capture.models import CaptureJob
-from memories import services, tenancy
+from memories import edges, lifecycle, review, services, tenancy
 from memories.models import Membership, Memory, MemoryRevision, Status
 from retrieval.models import RetrievalLog
 
@@ -131,7 +131,7 @@ def test_project_pages_vary_on_hx_request(client_as, project):
 
 def test_deleted_memories_are_listed_only_when_asked_for(client_as, memory_factory, project):
     gone = memory_factory("Deleted one.")
-    services.memory_delete(memory=gone, actor="system:test")
+    lifecycle.memory_delete(memory=gone, actor="system:test")
     client = client_as("viewer")
     assert b"Deleted one." not in client.get(f"/p/{project.slug}/memories/").content
     assert b"Deleted one." in client.get(f"/p/{project.slug}/memories/", {"status": "deleted"}).content
@@ -305,7 +305,7 @@ def test_a_valid_proposed_supersedes_links_to_the_old_memory(client_as, memory_f
 
 
 def test_bulk_approve_skips_memories_another_reviewer_already_approved(client_as, memory_factory, project, monkeypatch):
-    from ui.views import review
+    from ui.views import review as review_view
 
     old = memory_factory("The user lives in Paris.")
     ahead = memory_factory("Approved before the page was sent.", status=Status.PENDING_REVIEW)
@@ -313,15 +313,15 @@ def test_bulk_approve_skips_memories_another_reviewer_already_approved(client_as
         "Approved while the bulk ran.", status=Status.PENDING_REVIEW, metadata={"proposed_supersedes": str(old.pk)}
     )
     others = [memory_factory(f"Still waiting {i}.", status=Status.PENDING_REVIEW) for i in range(2)]
-    services.memory_approve(memory=ahead, actor="user:someone-else")
-    loaded = review.ui_selectors.memories_by_ids
+    review.memory_approve(memory=ahead, actor="user:someone-else")
+    loaded = review_view.ui_selectors.memories_by_ids
 
     def load_then_race(**kwargs):
         memories = loaded(**kwargs)  # ``raced`` is still pending in these objects ...
-        services.memory_approve(memory=Memory.objects.get(pk=raced.pk), actor="user:someone-else")  # ... not any more
+        review.memory_approve(memory=Memory.objects.get(pk=raced.pk), actor="user:someone-else")  # ... not any more
         return memories
 
-    monkeypatch.setattr(review.ui_selectors, "memories_by_ids", load_then_race)
+    monkeypatch.setattr(review_view.ui_selectors, "memories_by_ids", load_then_race)
     ids = [str(m.pk) for m in (ahead, raced, *others)]
     response = client_as("reviewer").post(
         f"/p/{project.slug}/review/bulk/", {"action": "approve", "ids": ids}, headers=HTMX
@@ -359,7 +359,7 @@ def test_edit_then_approve_saves_the_edit_and_approves(client_as, memory_factory
 def test_the_graph_data_holds_one_end_users_memories_and_their_links(client_as, memory_factory, project):
     a, b = memory_factory("Alice A."), memory_factory("Alice B.")
     memory_factory("Bob's secret.", user_id="bob")
-    services.edge_link(source=a, target=b, relationship="refines", actor="t")
+    edges.edge_link(source=a, target=b, relationship="refines", actor="t")
     data = client_as("viewer").get(f"/p/{project.slug}/graph/data/", {"user": "alice"}).json()
     assert {n["label"] for n in data["nodes"]} == {"Alice A.", "Alice B."}
     assert data["edges"] == [{"source": str(a.pk), "target": str(b.pk), "relationship": "refines"}]

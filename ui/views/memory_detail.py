@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from common.errors import DomainError, NotFound
-from memories import selectors, services
+from memories import edges, lifecycle, review, selectors, services
 from memories.models import Memory, MemoryEdge, Relationship, Role
 from ui import page_selectors
 from ui import selectors as ui_selectors
@@ -23,10 +23,10 @@ from ui.views.diffing import revision_view
 
 TEMPLATE = "ui/memory.html"
 STATUS_ACTIONS = {
-    "approve": services.memory_approve,
-    "archive": services.memory_archive,
-    "delete": services.memory_delete,
-    "restore": services.memory_restore,
+    "approve": review.memory_approve,
+    "archive": lifecycle.memory_archive,
+    "delete": lifecycle.memory_delete,
+    "restore": lifecycle.memory_restore,
 }
 
 
@@ -213,7 +213,7 @@ def link_add(request: HttpRequest, access: Access, memory_id: str) -> HttpRespon
     if target is None:
         return render_detail(request, detail_context(access, memory, link_form=form), status=422)
     try:
-        services.edge_link(
+        edges.edge_link(
             source=memory, target=target, relationship=form.cleaned_data["relationship"], actor=access.actor
         )
     except DomainError as error:
@@ -231,7 +231,7 @@ def link_remove(request: HttpRequest, access: Access, memory_id: str, edge_id: i
     edge = ui_selectors.edge_in_project(project=access.project, edge_id=edge_id)
     if memory.pk not in (edge.from_memory_id, edge.to_memory_id):
         return refuse(request, "That link does not belong to this memory.", back=memory_url(memory), status=404)
-    services.edge_unlink(
+    edges.edge_unlink(
         source=edge.from_memory, target=edge.to_memory, relationship=edge.relationship, actor=access.actor
     )
     if not is_htmx(request):

@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from common.errors import DomainError
-from memories import services
+from memories import lifecycle, review, services
 from memories.models import Memory, Role, Status
 from ui import selectors as ui_selectors
 from ui.forms import BulkForm, MemoryFilterForm
@@ -65,15 +65,15 @@ def _apply(access: Access, memory: Memory, action: str, category: str) -> bool:
     if action == "approve":
         if memory.status != Status.PENDING_REVIEW:
             return False
-        services.memory_approve(memory=memory, actor=actor)
+        review.memory_approve(memory=memory, actor=actor)
     elif action == "archive":
         if memory.status in (Status.ARCHIVED, Status.DELETED):
             return False
-        services.memory_archive(memory=memory, actor=actor)
+        lifecycle.memory_archive(memory=memory, actor=actor)
     elif action == "delete":
         if memory.status == Status.DELETED:
             return False
-        services.memory_delete(memory=memory, actor=actor)
+        lifecycle.memory_delete(memory=memory, actor=actor)
     else:
         services.memory_edit(memory=memory, changes={"category": category}, actor=actor, reason="bulk change")
     return True

@@ -17,9 +17,9 @@ from django.views.decorators.http import require_POST
 from capture.models import CaptureJob
 from common.errors import DomainError
 from conversations.window import clean_window
-from memories import services
+from memories import lifecycle, review, services
 from memories.models import Memory, MemoryEdge, Role, Status
-from retrieval.embedding.embedders import EmbedderError
+from retrieval.embedding.protocol import EmbedderError
 from retrieval.vectors.duplicates import similar_memories
 from ui import selectors as ui_selectors
 from ui.forms import MemoryFieldsForm, ReviewFilterForm
@@ -181,7 +181,7 @@ def review_approve(request: HttpRequest, access: Access, memory_id: str) -> Http
                 return refuse(request, _errors(form), back=back, status=422)
             reason = form.cleaned_data["reason"] or "edited in review"
             services.memory_edit(memory=memory, changes=form.changes(), actor=access.actor, reason=reason)
-        services.memory_approve(memory=memory, actor=access.actor)
+        review.memory_approve(memory=memory, actor=access.actor)
     except DomainError as error:
         return refuse(request, error, back=back)
     remember(request, access, "Approved.", [{"op": "approve", "id": str(memory.pk)}])
@@ -200,7 +200,7 @@ def review_reject(request: HttpRequest, access: Access, memory_id: str) -> HttpR
     if memory.status != Status.PENDING_REVIEW:
         back = reverse("ui:review", args=[access.project.slug])
         return refuse(request, "This memory is no longer waiting for review.", back=back, status=409)
-    services.memory_delete(memory=memory, actor=access.actor, reason=REJECT_REASON)
+    lifecycle.memory_delete(memory=memory, actor=access.actor, reason=REJECT_REASON)
     remember(request, access, "Rejected.", [{"op": "reject", "id": str(memory.pk)}])
     return _answer(request, access, "Rejected.")
 
@@ -220,9 +220,9 @@ def review_bulk(request: HttpRequest, access: Access) -> HttpResponse:
         # Another reviewer may have acted on it since the page was drawn: skip it and say so.
         try:
             if action == "approve":
-                services.memory_approve(memory=memory, actor=access.actor)
+                review.memory_approve(memory=memory, actor=access.actor)
             else:
-                services.memory_delete(memory=memory, actor=access.actor, reason=REJECT_REASON)
+                lifecycle.memory_delete(memory=memory, actor=access.actor, reason=REJECT_REASON)
         except DomainError:
             continue
         changed += 1
@@ -250,7 +250,7 @@ def review_supersede_instead(request: HttpRequest, access: Access, memory_id: st
     back = reverse("ui:review", args=[access.project.slug])
     reason = "superseded instead, in review"
     try:
-        services.memory_approve_superseding(memory=memory, target=target, actor=access.actor, reason=reason)
+        review.memory_approve_superseding(memory=memory, target=target, actor=access.actor, reason=reason)
     except DomainError as error:
         return refuse(request, error, back=back)
     text = "Approved as the successor of the existing memory."
@@ -267,7 +267,7 @@ def review_merge(request: HttpRequest, access: Access, memory_id: str, target_id
     content = request.POST.get("content", "").strip() or f"{target.content} {memory.content}"
     before = target.content
     try:
-        merged = services.memory_merge_proposal(memory=memory, target=target, content=content, actor=access.actor)
+        merged = review.memory_merge_proposal(memory=memory, target=target, content=content, actor=access.actor)
     except DomainError as error:
         return refuse(request, error, back=back)
     step = {"op": "merge", "id": str(memory.pk), "into": str(target.pk), "before": before, "merged": merged.content}

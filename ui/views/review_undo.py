@@ -18,7 +18,7 @@ from common.errors import Conflict, DomainError
 from consolidation import observations
 from consolidation import selectors as consolidation_selectors
 from consolidation import services as consolidation_services
-from memories import services
+from memories import lifecycle, review
 from ui import selectors as ui_selectors
 from ui.views.access import Access
 
@@ -59,12 +59,12 @@ def _reverse(access: Access, step: dict[str, Any], reason: str) -> None:
         raise DomainError("the memory is gone")
     actor = access.actor
     if step["op"] == "approve":
-        services.memory_return_to_review(memory=memory, actor=actor, reason=reason)
+        review.memory_return_to_review(memory=memory, actor=actor, reason=reason)
     elif step["op"] == "reject":
-        services.memory_restore(memory=memory, actor=actor, reason=reason)
+        lifecycle.memory_restore(memory=memory, actor=actor, reason=reason)
     elif step["op"] == "merge" and str(step.get("into")) in by_id:
         target = by_id[str(step["into"])]
-        services.memory_unmerge(
+        review.memory_unmerge(
             memory=memory, target=target, merged=step["merged"], content=step["before"], actor=actor, reason=reason
         )
     else:

@@ -16,7 +16,7 @@ from evaluation.synthetic import synthetic_sentences
 from memories import services, tenancy
 from memories.models import Memory, Project
 from retrieval.embedding import reembed
-from retrieval.embedding.embedders import LOCAL_MODEL_NAME, LocalEmbedder
+from retrieval.embedding.local_embedder import LOCAL_MODEL_NAME, LocalEmbedder
 from retrieval.tasks import reembed_project_task
 
 

@@ -38,7 +38,8 @@ from evaluation.datasets import Dataset, load_locomo
 from evaluation.management.commands.eval_retrieval import clear_project, eval_project, eval_slug
 from memories import tenancy
 from memories.models import Project
-from retrieval.embedding.embedders import LocalEmbedder, get_embedder
+from retrieval.embedding.embedders import get_embedder
+from retrieval.embedding.local_embedder import LocalEmbedder
 from retrieval.embedding.vector_cache import forget_cached, project_cache_name
 from retrieval.engine import retrieve
 from retrieval.shapes import RetrieveRequest

@@ -38,7 +38,8 @@ from evaluation.synthetic import varied_memories
 from memories import services, tenancy
 from memories.fields import vector_literal
 from memories.models import Embedding, EmbeddingStatus, Memory, Project
-from retrieval.embedding.embedders import LOCAL_MODEL_NAME, embedder_for_model
+from retrieval.embedding.embedders import embedder_for_model
+from retrieval.embedding.local_embedder import LOCAL_MODEL_NAME
 from retrieval.embedding.vector_cache import embed_texts, forget_cached, project_cache_name
 from retrieval.models import KeywordStats
 from retrieval.ranking.keyword_stats import refresh_keyword_stats, settle_after_bulk_load

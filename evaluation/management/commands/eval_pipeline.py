@@ -6,7 +6,7 @@ creates fresh projects and API keys (no retrieval rate limit; a project per pers
 conversation unless ``--shared-project``), captures every session through
 ``POST /api/v1/capture`` (``trigger: compaction``), waits for every job and for the memories'
 embeddings, then asks every question through ``POST /api/v1/retrieve`` (``limit: 10``). Scoring
-is in ``evaluation/pipeline.py``. Prints tables per group (split or conversation) and per type
+is in ``evaluation/pipeline_scores.py``. Prints tables per group (split or conversation) and per type
 (question type or LoCoMo category), then one JSON line; ``--out`` writes the JSON too.
 
 Datasets:
@@ -53,19 +53,8 @@ from evaluation import machine, maintenance
 from evaluation.harness import Service
 from evaluation.natural import NATURAL_PATH
 from evaluation.peer_pipeline import MEM0_DEFAULT_THRESHOLD, peer_jobs, peer_results, run_driver
-from evaluation.pipeline import (
-    JobRecord,
-    Plan,
-    aggregate,
-    ask_all,
-    capture_all,
-    details,
-    locomo_plan,
-    natural_plan,
-    score_question,
-    summarize,
-    table,
-)
+from evaluation.pipeline import JobRecord, Plan, ask_all, capture_all, locomo_plan, natural_plan
+from evaluation.pipeline_scores import aggregate, details, score_question, summarize, table
 from memories import tenancy
 from memories.models import EmbeddingStatus, Memory
 

@@ -23,7 +23,7 @@ from django.test import Client
 
 from evaluation import baselines, metrics, report
 from evaluation.datasets import Case, Dataset, load_golden, load_locomo
-from memories import services, tenancy
+from memories import edges, services, tenancy
 from memories.models import Memory, Project
 from retrieval.ranking.keyword_stats import settle_after_bulk_load
 from retrieval.vectors.memory_vectors import embed_memories
@@ -193,7 +193,7 @@ def load_corpus(project: Project, dataset: Dataset, *, log: Any) -> dict[str, st
         for item in dataset.corpus:
             for link in item.links:
                 source, target = Memory.objects.get(pk=ids[item.id]), Memory.objects.get(pk=ids[link.to])
-                services.edge_link(source=source, target=target, relationship=link.relationship, actor="system:eval")
+                edges.edge_link(source=source, target=target, relationship=link.relationship, actor="system:eval")
     # What is not embedded yet (a superseding memory whose inline embedding failed, say).
     memories = list(project.memories.select_related("project").exclude(embedding_status="ready"))
     for start in range(0, len(memories), LOAD_CHUNK):

@@ -21,7 +21,7 @@ from django.db import connection
 
 from evaluation.synthetic import synthetic_sentences
 from integrations.transfer import export_lines, import_lines
-from memories import services, tenancy
+from memories import history, services, tenancy
 from memories.models import Memory, MemoryEdge, MemoryRevision, Status
 
 
@@ -108,7 +108,7 @@ class Command(BaseCommand):
             rows = Memory.objects.bulk_create(batch)
             MemoryRevision.objects.bulk_create(
                 [
-                    MemoryRevision(memory=m, action="create", after=services.snapshot(m), actor="system:bench")
+                    MemoryRevision(memory=m, action="create", after=history.snapshot(m), actor="system:bench")
                     for m in rows
                 ]
             )

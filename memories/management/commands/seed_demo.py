@@ -13,7 +13,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from memories import demo, services, tenancy
+from memories import demo, edges, services, tenancy
 from memories.models import Membership, Project, Role, Status
 
 ACTOR = "system:demo"
@@ -66,7 +66,7 @@ class Command(BaseCommand):
             successor = draft((content, old.kind, old.category, old.scope))
             services.memory_supersede(memory=old, draft=successor, actor=ACTOR, reason="demo")
         for source, target, relationship in demo.DEMO_LINKS:
-            services.edge_link(source=made[source], target=made[target], relationship=relationship, actor=ACTOR)
+            edges.edge_link(source=made[source], target=made[target], relationship=relationship, actor=ACTOR)
         for item in demo.DEMO_PENDING:
             services.memory_create(
                 project=project,

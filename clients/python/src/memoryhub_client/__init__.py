@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+
+# Not typing's TYPE_CHECKING: `memoryhub hook` imports this package for every prompt, and typing's
+# import alone costs it more than the rest of the package.
+TYPE_CHECKING = False
 
 __all__ = [
     "NO_RETRY",
@@ -41,6 +44,8 @@ __all__ = [
 
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from memoryhub_client._core import NO_RETRY, RetryPolicy
     from memoryhub_client.aio import AsyncMemoryHub
     from memoryhub_client.client import MemoryHub

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import sys
-from typing import NoReturn
+
+# Only for annotations: `memoryhub hook` comes through here, and importing typing costs it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,8 +27,14 @@ def run() -> NoReturn:
 
         parsed = hooks.parse(args[1:])
         if parsed is not None:
-            sys.stdout.write(hooks.run(*parsed, sys.stdin.read()))
-            sys.exit(0)
+            answer = hooks.run(*parsed, sys.stdin.read())
+            try:
+                sys.stdout.write(answer)
+                sys.stdout.flush()
+            finally:
+                # Out without the interpreter's teardown (a few ms of the agent's wait): the answer
+                # is written, the log file closed, and no hook leaves anything else to finish.
+                os._exit(0)
     from memoryhub_client.cli.app import run as app_run  # noqa: PLC0415
 
     app_run()

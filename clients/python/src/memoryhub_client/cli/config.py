@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
 from pathlib import Path
-from typing import NamedTuple
+
+# Only for annotations: a hook process imports this module for every prompt, without typing.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 ENV = {"url": "MEMORYHUB_URL", "api_key": "MEMORYHUB_API_KEY", "user_id": "MEMORYHUB_USER"}
 
@@ -16,12 +19,26 @@ class UsageError(Exception):
     """Bad or missing input: a value the configuration lacks, a transcript of no known shape (exit 1)."""
 
 
-# A named tuple, not a dataclass: a hook process starts for every prompt, and the dataclasses
-# module's own imports cost it more than the rest of this module.
-class Config(NamedTuple):
-    url: str = ""
-    api_key: str = ""
-    user_id: str = ""
+class Config:
+    """The server, the API key and the end user, each possibly empty until :meth:`require`.
+
+    A plain class, neither a dataclass nor a ``typing.NamedTuple``: a hook process starts for
+    every prompt, and importing either module costs it more than the rest of this one."""
+
+    __slots__ = ("api_key", "url", "user_id")
+
+    def __init__(self, url: str = "", api_key: str = "", user_id: str = "") -> None:
+        self.url, self.api_key, self.user_id = url, api_key, user_id
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Config) and self.as_dict() == other.as_dict()
+
+    def __repr__(self) -> str:
+        # Never the key itself: a configuration may end up in a traceback in the hooks' log.
+        return f"Config(url={self.url!r}, api_key={'<set>' if self.api_key else ''!r}, user_id={self.user_id!r})"
+
+    def as_dict(self) -> dict[str, str]:
+        return {"url": self.url, "api_key": self.api_key, "user_id": self.user_id}
 
     def require(self, *, user: bool = True) -> Config:
         """This configuration, or ``UsageError`` naming what is missing and how to set it."""
@@ -65,7 +82,7 @@ def save(config: Config, env: Mapping[str, str] = os.environ) -> Path:
     partial = path.with_suffix(".tmp")
     descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(descriptor, "w", encoding="utf-8") as out:
-        json.dump(config._asdict(), out, indent=2)
+        json.dump(config.as_dict(), out, indent=2)
         out.write("\n")
     os.chmod(partial, 0o600)  # an older file's looser mode must not survive the rename
     partial.replace(path)

@@ -5,7 +5,9 @@ session or a turn answer with relevant memories as ``additionalContext`` (``POST
 ``injection``, within a token budget); events that end a turn or compact the context send what
 is new in the conversation to ``POST /capture``. A hook never stands in the agent's way: any
 failure (server down, bad payload, a bug) is written to the log file and the hook exits 0 with
-no context, after at most ``MEMORYHUB_HOOK_TIMEOUT`` seconds (default 1, at most 2).
+no context, at most ``MEMORYHUB_HOOK_TIMEOUT`` seconds (default 1, at most 2) after the agent
+started it. A context hook is on the user's wait for every prompt: it imports only what one
+request needs (``hook_http``), nothing of the client library, ``typing`` or ``logging``.
 
 Claude Code's transcript is JSON lines that only grow; a state file per session remembers the
 last line sent, and the range in flight, so a turn is never sent twice: a range whose answer was
@@ -15,25 +17,23 @@ lost is resent with the same ``Idempotency-Key`` (the server answers the first a
 from __future__ import annotations
 
 import hashlib
-import http.client
 import json
-import logging
 import os
 import signal
 import time
-from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from memoryhub_client.cli import config as settings
+from memoryhub_client.cli import hook_http
 from memoryhub_client.cli.transcripts import MAX_MESSAGE_CHARS, claude_code_message
-from memoryhub_client.errors import error_for
 
+# Only for annotations: importing typing (or the client) costs every prompt's hook.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from memoryhub_client.client import MemoryHub
+    from collections.abc import Mapping, Sequence
+    from typing import Any
 
-log = logging.getLogger("memoryhub.hook")
+    from memoryhub_client.client import MemoryHub
 
 AGENTS = ("claude-code", "gemini")
 CONTEXT_EVENTS = {"claude-code": ("SessionStart", "UserPromptSubmit"), "gemini": ("SessionStart", "BeforeAgent")}
@@ -79,7 +79,6 @@ def _expire(signum: int, frame: object) -> None:
 
 def run(agent: str, event: str, raw: str, env: Mapping[str, str] = os.environ) -> str:
     """What the hook prints for ``event`` given its payload; never raises."""
-    _log_to_file(state_dir(env) / "hooks.log")
     try:
         return _run_within_limit(agent, event, raw, env)
     except HookTimeout:  # the alarm rang between the work's end and its disarming
@@ -87,28 +86,34 @@ def run(agent: str, event: str, raw: str, env: Mapping[str, str] = os.environ) -
 
 
 def _run_within_limit(agent: str, event: str, raw: str, env: Mapping[str, str]) -> str:
+    # The agent's clock started when it started this process, not when Python got here. A start
+    # longer ago than the whole timeout is a clock not to be compared with this one (a container's
+    # own boot time), not a start-up that slow: then the timeout counts from here.
+    timeout, spent = _timeout(env), running_for()
+    deadline = time.monotonic() + (max(timeout - spent, 0.01) if spent < timeout else timeout)
     if hasattr(signal, "setitimer"):
         signal.signal(signal.SIGALRM, _expire)
-        signal.setitimer(signal.ITIMER_REAL, _timeout(env))
+        signal.setitimer(signal.ITIMER_REAL, deadline - time.monotonic())
     try:
         payload = json.loads(raw or "{}")
         if not isinstance(payload, dict):
             raise ValueError("the payload is not a JSON object")
         conf = settings.load(env).require()
         if event in CONTEXT_EVENTS[agent]:
-            return _context_answer(agent, event, _context(conf, event, payload, env))
+            return _context_answer(agent, event, _context(conf, event, payload, env, deadline))
         if event in CAPTURE_EVENTS[agent]:
             # The full client here: a capture hook's answer is not awaited by the user.
             from memoryhub_client._core import NO_RETRY  # noqa: PLC0415
             from memoryhub_client.client import MemoryHub  # noqa: PLC0415
 
-            with MemoryHub(base_url=conf.url, api_key=conf.api_key, timeout=_timeout(env), retry=NO_RETRY) as hub:
-                sent = _capture(hub, conf, agent, CAPTURE_EVENTS[agent][event], payload, env)
-            log.info("%s %s: sent %d message(s)", agent, event, sent)
+            timeout = max(deadline - time.monotonic(), 0.01)
+            with MemoryHub(base_url=conf.url, api_key=conf.api_key, timeout=timeout, retry=NO_RETRY) as hub:
+                sent = _capture(hub, conf, agent, CAPTURE_EVENTS[agent][event], payload, env, deadline)
+            _note(env, "INFO", f"{agent} {event}: sent {sent} message(s)")
         else:
-            log.warning("%s: no hook for event %r", agent, event)
-    except Exception:
-        log.exception("%s %s failed; the agent goes on without memory", agent, event)
+            _note(env, "WARNING", f"{agent}: no hook for event {event!r}")
+    except Exception as error:
+        _note(env, "ERROR", f"{agent} {event} failed; the agent goes on without memory", error)
     finally:
         if hasattr(signal, "setitimer"):
             signal.setitimer(signal.ITIMER_REAL, 0)
@@ -123,9 +128,29 @@ def _timeout(env: Mapping[str, str]) -> float:
     return min(max(wanted, 0.1), MAX_TIMEOUT_S)
 
 
-def _context(conf: settings.Config, event: str, payload: dict[str, Any], env: Mapping[str, str]) -> str:
-    """The injection for this event: the prompt's memories, or at session start the memories
-    about the project the agent was opened in."""
+def running_for() -> float:
+    """Seconds since this process started (Linux's ``/proc``; 0 where there is none): starting
+    Python and importing come out of the hook's time, in steps of the kernel's clock tick."""
+    try:
+        with open("/proc/self/stat", "rb") as stat:
+            # The fields after the command name, whose parentheses may hold spaces; the 22nd
+            # field, the start time in ticks after boot, is the 20th of these.
+            started = int(stat.read().rpartition(b")")[2].split()[19]) / os.sysconf("SC_CLK_TCK")
+        return max(time.clock_gettime(time.CLOCK_BOOTTIME) - started, 0.0)
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0.0
+
+
+def _context(
+    conf: settings.Config, event: str, payload: dict[str, Any], env: Mapping[str, str], deadline: float
+) -> str:
+    body = retrieve_body(conf.user_id, event, payload, env)
+    return str(_post(conf, "/retrieve", body, timeout=max(deadline - time.monotonic(), 0.01)).get("injection") or "")
+
+
+def retrieve_body(user_id: str, event: str, payload: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    """The ``POST /retrieve`` body for this event: the prompt's memories, or at session start the
+    memories about the project the agent was opened in."""
     prompt = payload.get("prompt")
     if isinstance(prompt, str) and prompt.strip():
         query = prompt
@@ -135,34 +160,28 @@ def _context(conf: settings.Config, event: str, payload: dict[str, Any], env: Ma
     session = str(payload.get("session_id") or "")
     turn = hashlib.sha256(f"{session}\n{event}\n{query}".encode()).hexdigest()[:32]
     budget = int(env.get("MEMORYHUB_HOOK_TOKEN_BUDGET", "800"))
-    body = {"user_id": conf.user_id, "query": query[:MAX_MESSAGE_CHARS], "turn_id": turn, "token_budget": budget}
-    return str(_post(conf, "/retrieve", body, timeout=_timeout(env)).get("injection") or "")
+    body = {"user_id": user_id, "query": query[:MAX_MESSAGE_CHARS], "turn_id": turn, "token_budget": budget}
+    # No LLM call: HyDE's own limit (1.2 s) is beyond the hook's, and either would take most of
+    # the prompt's budget of 150 ms; the project's settings would otherwise turn both on.
+    return body | {"hyde": False, "judge": False}
 
 
 def _post(conf: settings.Config, path: str, body: dict[str, Any], *, timeout: float) -> dict[str, Any]:
-    """One request with the standard library's ``http.client``, once, no retries: the client's
-    transport (and even ``urllib.request``) costs a prompt more to import than the request takes.
-    Error answers raise as the client's would."""
-    url = urlsplit(conf.url.rstrip("/") + "/api/v1" + path)
-    kind = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
-    connection = kind(url.hostname or "localhost", url.port, timeout=timeout)
-    try:
-        headers = {
-            "Authorization": f"Bearer {conf.api_key}",
-            "Accept": "application/json",
-            "Content-Type": "application/json",
-        }
-        connection.request("POST", url.path, body=json.dumps(body).encode(), headers=headers)
-        response = connection.getresponse()
-        raw = response.read()
-    finally:
-        connection.close()
+    """One request (``hook_http``: not the client's transport, nor ``http.client``, which cost a
+    prompt more to import than the request takes), once, no retries. Error answers raise as the
+    client's would."""
+    headers = {"Authorization": f"Bearer {conf.api_key}", "Accept": "application/json"}
+    headers["Content-Type"] = "application/json"
+    url = conf.url.rstrip("/") + "/api/v1" + path
+    status, raw = hook_http.post(url, json.dumps(body).encode(), headers, timeout=timeout)
     try:
         answer = json.loads(raw or b"{}")
     except ValueError:
         answer = None
-    if response.status >= 400:
-        raise error_for(response.status, answer)
+    if status >= 400:
+        from memoryhub_client.errors import error_for  # noqa: PLC0415 (only an error answer needs it)
+
+        raise error_for(status, answer)
     return answer if isinstance(answer, dict) else {}
 
 
@@ -175,12 +194,19 @@ def _context_answer(agent: str, event: str, context: str) -> str:
 
 
 def _capture(
-    hub: MemoryHub, conf: settings.Config, agent: str, trigger: str, payload: dict[str, Any], env: Mapping[str, str]
+    hub: MemoryHub,
+    conf: settings.Config,
+    agent: str,
+    trigger: str,
+    payload: dict[str, Any],
+    env: Mapping[str, str],
+    deadline: float,
 ) -> int:
     session = str(payload.get("session_id") or "")
     if agent == "gemini":
         return _capture_gemini_turn(hub, conf, session, payload)
-    return TranscriptSender(hub, conf, session, trigger, Path(str(payload["transcript_path"])), env).send()
+    path = Path(str(payload["transcript_path"]))
+    return TranscriptSender(hub, conf, session, trigger, path, env, deadline=deadline).send()
 
 
 def _capture_gemini_turn(hub: MemoryHub, conf: settings.Config, session: str, payload: dict[str, Any]) -> int:
@@ -209,12 +235,20 @@ class TranscriptSender:
     ``MAX_MESSAGES`` messages; the state file records the next line and the range in flight."""
 
     def __init__(
-        self, hub: MemoryHub, conf: settings.Config, session: str, trigger: str, path: Path, env: Mapping[str, str]
+        self,
+        hub: MemoryHub,
+        conf: settings.Config,
+        session: str,
+        trigger: str,
+        path: Path,
+        env: Mapping[str, str],
+        *,
+        deadline: float,
     ) -> None:
         self.hub, self.conf, self.session, self.trigger, self.path = hub, conf, session, trigger, path
         self.state_file = state_dir(env) / "claude-code" / f"{_key(session)[:32]}.json"
-        # Ranges left when the time is up go with the next event: the agent is waiting.
-        self.deadline = time.monotonic() + _timeout(env)
+        # Ranges left when the time is up (time.monotonic()) go with the next event: the agent is waiting.
+        self.deadline = deadline
 
     def send(self) -> int:
         lines = self._complete_lines()
@@ -280,16 +314,23 @@ class TranscriptSender:
         partial.replace(self.state_file)
 
 
-def _log_to_file(path: Path) -> None:
-    """Hook diagnostics go to a file: the agent reads the hook's stdout (and may show stderr)."""
-    if log.handlers:
-        return
+def _note(env: Mapping[str, str], level: str, message: str, error: BaseException | None = None) -> None:
+    """One line in ``hooks.log`` in the state folder (the agent reads the hook's stdout, and may
+    show stderr), with a traceback when ``error`` is a bug rather than a server that is down, slow
+    or refusing. Without the logging module: a hook that failed has spent its time already, and
+    a server that does not answer must cost the agent no more than the hook's timeout."""
+    line = f"{time.strftime('%Y-%m-%d %H:%M:%S')} {level} {message}"
+    if error is not None:
+        line += f": {type(error).__name__}: {error}"
+        expected = isinstance(error, (OSError, ValueError, HookTimeout, settings.UsageError))
+        if not expected and type(error).__module__ != "memoryhub_client.errors":
+            import traceback  # noqa: PLC0415 (a bug's traceback; no other failure needs it)
+
+            line += "\n" + "".join(traceback.format_exception(error)).rstrip()
+    path = state_dir(env) / "hooks.log"
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        handler: logging.Handler = logging.FileHandler(path, encoding="utf-8")
+        with open(path, "a", encoding="utf-8") as log:
+            log.write(line + "\n")
     except OSError:
-        handler = logging.NullHandler()
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-    log.addHandler(handler)
-    log.setLevel(logging.INFO)
-    log.propagate = False
+        pass  # nowhere to write: the agent still gets its answer

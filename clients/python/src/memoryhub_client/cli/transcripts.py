@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+
+# Only for annotations: the hooks import this module, and a context hook does not import typing.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # The API takes a message of up to 32,000 characters; a longer one is cut, not refused.
 MAX_MESSAGE_CHARS = 32_000
