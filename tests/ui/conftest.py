@@ -87,7 +87,10 @@ CHROMIUM_ARGS = [
 ]
 
 
-@pytest.fixture(scope="session")
+# Package scope: Playwright's sync API keeps an event loop running on the test thread while the
+# browser lives, and tests outside tests/ui that start a loop of their own (asyncio.run, the MCP
+# client, Django's async views) cannot run beside it.
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
     sync_api = pytest.importorskip("playwright.sync_api")
     if not Path("/usr/bin/chromium").exists():
