@@ -46,7 +46,7 @@ _CHANGED = re.compile(
     re.IGNORECASE,
 )
 # A message whose memories left out this share of its words is returned beside them (a filler or
-# two, "honestly", "lol", stay under it).
+# two, "honestly", "lol", stay under it; docs/adr/0117-a-message-stays-beside-a-partial-memory.md).
 SAYS_MORE = 0.4
 # "Near" a change word: this many characters either side; words compared by their first letters
 # (the full-text stems of the earlier message against the later one's words as written).
