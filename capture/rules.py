@@ -131,6 +131,7 @@ def extract_from_window(
     matcher = Matcher(existing, nearest)
     proposals: list[ProposedMemory] = []
     seen: set[str] = set()
+    earlier = ""  # what the user said before this message in the window: whom "she" and "he" name
     for message in messages:
         if message.get("role") != "user":
             continue
@@ -144,8 +145,9 @@ def extract_from_window(
             if key not in seen:
                 seen.add(key)
                 proposals.append(proposal)
-        for proposal in _names(message.get("content", ""), proposals):
+        for proposal in _names(message.get("content", ""), proposals, earlier=earlier):
             proposals.append(proposal)
+        earlier = f"{earlier} {message.get('content', '')}"[-_EARLIER_CHARS:]
         replaced = _replaced(message.get("content", ""), matcher)
         if replaced is not None and replaced.content not in {p.content for p in proposals}:
             proposals.append(replaced)
@@ -171,17 +173,45 @@ _NAMED = re.compile(
 _RELATION = re.compile(
     rf"\b(?:{table.FAMILY}|manager|boss|supervisor|colleague|coworker|friend|mate|neighbou?r)\b", table.ICASE
 )
+# Whom "he" cannot name, and whom "she" cannot; anyone else (partner, friend, a pet) either.
+_NOT_HE = re.compile(
+    r"^(?:sisters?|daughters?|wife|girlfriend|fianc[ée]e|mom|mum|mother|grandma|grandmother|aunt|niece)$", table.ICASE
+)
+_NOT_SHE = re.compile(
+    r"^(?:brothers?|sons?|husband|boyfriend|fianc[ée]|dad|father|grandpa|grandfather|uncle|nephew)$", table.ICASE
+)
+# How far back in the window (characters) "she" and "he" look for whom they name.
+_EARLIER_CHARS = 600
+# "she's a yoga teacher in brighton", "he's from palermo originally": a statement about the one
+# just spoken of, at the start of a sentence or a clause.
+_PRONOUN_STATEMENT = re.compile(
+    r"(?:^|[.!?;,]\s+)(?P<who>she|he)(?:'s|\s+is)\s+(?P<rest>(?:an?\s+[a-z][\w-]*|(?:originally\s+)?from)\b[^.!?;,]*)",
+    table.ICASE,
+)
 
 
-def _names(text: str, found: Sequence[ProposedMemory]) -> list[ProposedMemory]:
-    """ "we adopted a greyhound! her name is pixel": the name of the one just spoken of, as its own memory."""
+def _named_one(pronoun: str, context: str) -> str | None:
+    """The relation ``pronoun`` most likely names: the last one ``context`` speaks of that it can name."""
+    for match in reversed(list(_RELATION.finditer(context))):
+        who = match.group().lower()
+        if not (
+            (pronoun in ("he", "his") and _NOT_HE.match(who)) or (pronoun in ("she", "her") and _NOT_SHE.match(who))
+        ):
+            return who
+    return None
+
+
+def _names(text: str, found: Sequence[ProposedMemory], *, earlier: str = "") -> list[ProposedMemory]:
+    """ "we adopted a greyhound! her name is pixel", "my sister got me into it" ... "she's a yoga
+    teacher, her name's katya": the name of the one just spoken of (in this message or the user's
+    earlier ones in the window), and what a sentence starting with "she"/"he" says of them."""
     named = []
     for match in _NAMED.finditer(text):
-        before = list(_RELATION.finditer(text[: match.start()]))
         name = match["name"]
-        if not before or any(re.search(rf"\b{re.escape(name)}\b", p.content, table.ICASE) for p in found):
+        pronoun = match.group().split()[0].lower().split("'")[0]
+        who = _named_one(pronoun, f"{earlier} {text[: match.start()]}")
+        if who is None or any(re.search(rf"\b{re.escape(name)}\b", p.content, table.ICASE) for p in found):
             continue
-        who = before[-1].group().lower()
         content = f"The user's {who} is called {name[0].upper()}{name[1:]}."
         named.append(
             ProposedMemory(
@@ -191,6 +221,22 @@ def _names(text: str, found: Sequence[ProposedMemory]) -> list[ProposedMemory]:
                 importance=0.6,
                 confidence=0.7,
                 reason="The user named someone close to them.",
+                evidence=clip(text, 200),
+            )
+        )
+    for match in _PRONOUN_STATEMENT.finditer(text):
+        who = _named_one(match["who"].lower(), f"{earlier} {text[: match.start('who')]}")
+        rest = strip_fillers(match["rest"]).strip()
+        if who is None or len(rest.split()) < 2 or is_vague(rest):
+            continue
+        named.append(
+            ProposedMemory(
+                content=finish_sentence(f"The user's {who} is {rest}"),
+                kind="fact",
+                category="user-facts",
+                importance=0.5,
+                confidence=0.65,
+                reason="The user said something about someone close to them.",
                 evidence=clip(text, 200),
             )
         )

@@ -780,3 +780,21 @@ def test_a_month_said_of_what_is_scheduled_is_the_coming_one() -> None:
     assert "April 2026" in memory.content and memory.event_date == "2026-04"
     [memory] = extract_from_window(_said("our son Arjun was born in april"))
     assert "April 2025" in memory.content
+
+
+def test_she_and_he_name_the_one_spoken_of_earlier_in_the_window() -> None:
+    window = _said("doing way better. started yoga too, my sister got me into it") + _said(
+        "she's a yoga teacher in brighton lol, her name's katya"
+    )
+    found = [m.content for m in extract_from_window(window)]
+    assert "The user's sister is called Katya." in found
+    assert "The user's sister is a yoga teacher in brighton." in found
+    [dad] = extract_from_window(_said("a trip to sicily with my dad in june. he's from palermo originally"))
+    assert dad.content == "The user's dad is from palermo originally."
+
+
+def test_she_never_names_a_husband_nor_he_a_sister() -> None:
+    window = _said("my husband omar is painting the nursery") + _said("she's a natural at it")
+    assert not any("husband is" in m.content for m in extract_from_window(window))
+    window = _said("my sister nora is visiting") + _said("he's from leeds originally")
+    assert not any("sister is from" in m.content for m in extract_from_window(window))
