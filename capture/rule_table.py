@@ -54,7 +54,7 @@ _NOT_IMPERATIVE = word_set(
     "mind heard seen thought knew again ever worry bother know think care be get apologize "
     "apologise panic forget hesitate"
 )
-_PETS = (
+PETS = (
     r"(?:dogs?|cats?|pets?|pupp(?:y|ies)|kittens?|greyhounds?|labradors?|retrievers?|poodles?|terriers?|beagles?|"
     r"spaniels?|collies?|dachshunds?|huskies|husky|corgis?|hamsters?|rabbits?|bunn(?:y|ies)|parrots?|budgies?|"
     r"tortoises?|turtles?|guinea pigs?|horses?|ponies|pony)"
@@ -63,7 +63,7 @@ FAMILY = (
     r"(?:kids?|children|child|sons?|daughters?|twins|wife|husband|partner|spouse|girlfriend|boyfriend|"
     r"fianc[ée]e?|mom|mum|mother|dad|father|parents|sisters?|brothers?|siblings|grandkids|grandchildren|"
     r"grandma|grandpa|grandmother|grandfather|aunt|uncle|cousins?|niece|nephew|in-laws|"
-    rf"bab(?:y|ies)|newborn|toddler|{_PETS})"
+    rf"bab(?:y|ies)|newborn|toddler|{PETS})"
 )
 # People the user names outside the family: "my colleague june co-presented".
 _ACQUAINTANCES = (

@@ -167,7 +167,7 @@ def glossed(proposal: ProposedMemory) -> ProposedMemory:
 
 _NAMED = re.compile(
     r"\b(?:(?:her|his|its)\s+name(?:'s|\s+is)|(?:she|he|it)(?:'s|\s+is)\s+(?:called|named))\s+"
-    r"(?P<name>[a-z][\w'-]+)\b",
+    r"(?!(?:the|a|an|that|this)\b)(?P<name>[a-z][\w'-]+)\b",
     table.ICASE,
 )
 _RELATION = re.compile(
@@ -179,6 +179,13 @@ _NOT_HE = re.compile(
 )
 _NOT_SHE = re.compile(
     r"^(?:brothers?|sons?|husband|boyfriend|fianc[ée]|dad|father|grandpa|grandfather|uncle|nephew)$", table.ICASE
+)
+# What "it" can name: an animal, or a place or body the user belongs to ("got the offer from the
+# startup!! it's called tidewise").
+_IT_NAMES = re.compile(
+    rf"\b(?:{table.PETS}|startup|company|firm|agency|employer|band|choir|club|gym|school|nursery|"
+    r"podcast|newsletter|shop|restaurant|cafe|bakery|boat|car|van)\b",
+    table.ICASE,
 )
 # How far back in the window (characters) "she" and "he" look for whom they name.
 _EARLIER_CHARS = 600
@@ -192,6 +199,9 @@ _PRONOUN_STATEMENT = re.compile(
 
 def _named_one(pronoun: str, context: str) -> str | None:
     """The relation ``pronoun`` most likely names: the last one ``context`` speaks of that it can name."""
+    if pronoun in ("it", "its"):
+        things = list(_IT_NAMES.finditer(context))
+        return things[-1].group().lower() if things else None
     for match in reversed(list(_RELATION.finditer(context))):
         who = match.group().lower()
         if not (

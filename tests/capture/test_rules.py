@@ -798,3 +798,10 @@ def test_she_never_names_a_husband_nor_he_a_sister() -> None:
     assert not any("husband is" in m.content for m in extract_from_window(window))
     window = _said("my sister nora is visiting") + _said("he's from leeds originally")
     assert not any("sister is from" in m.content for m in extract_from_window(window))
+
+
+def test_it_names_the_animal_or_place_spoken_of_never_a_person() -> None:
+    window = _said("i'm interviewing at a startup next week") + _said("got the offer!! it's called tidewise")
+    assert "The user's startup is called Tidewise." in [m.content for m in extract_from_window(window)]
+    window = _said("my sister nora is visiting") + _said("it's called tidewise")
+    assert not any("called Tidewise" in m.content for m in extract_from_window(window))
