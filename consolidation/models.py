@@ -95,7 +95,26 @@ class ActionStatus(models.TextChoices):
     STALE = "stale"  # the memories changed before it could be applied
 
 
-class ConsolidationAction(models.Model):
+class Proposal(models.Model):
+    """What a run proposes for one end user, and how the review queue decided it
+    (``consolidation.proposals``): merges and supersedes (``ConsolidationAction``) and
+    observations (``ConsolidationObservation``)."""
+
+    project = models.ForeignKey("memories.Project", on_delete=models.CASCADE, related_name="+")
+    user_id = models.CharField(max_length=255)
+    confidence = models.FloatField()
+    reason = models.TextField(blank=True, default="")
+    status = models.CharField(max_length=20, choices=ActionStatus.choices, default=ActionStatus.PROPOSED)
+    decided_by = models.CharField(max_length=255, blank=True, default="")
+    decided_at = models.DateTimeField(null=True, blank=True)
+    note = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        abstract = True
+
+
+class ConsolidationAction(Proposal):
     """A merge or supersede of two memories of one end user, as a run judged it.
 
     ``retired`` is the memory that stops being current (merged into, or superseded by,
@@ -103,22 +122,13 @@ class ConsolidationAction(models.Model):
     an undo took back is not proposed again, and a second run finds every pair decided."""
 
     run = models.ForeignKey(ConsolidationRun, on_delete=models.CASCADE, related_name="actions")
-    project = models.ForeignKey("memories.Project", on_delete=models.CASCADE, related_name="+")
-    user_id = models.CharField(max_length=255)
     kind = models.CharField(max_length=20, choices=ActionKind.choices)
     survivor = models.ForeignKey("memories.Memory", on_delete=models.CASCADE, related_name="+")
     retired = models.ForeignKey("memories.Memory", on_delete=models.CASCADE, related_name="+")
     pair = models.CharField(max_length=80, unique=True)
-    confidence = models.FloatField()
-    reason = models.TextField(blank=True, default="")
     cosine = models.FloatField(null=True, blank=True)
-    status = models.CharField(max_length=20, choices=ActionStatus.choices, default=ActionStatus.PROPOSED)
     # The survivor's version before the action (an undo gives it back).
     survivor_version = models.PositiveIntegerField(default=1)
-    decided_by = models.CharField(max_length=255, blank=True, default="")
-    decided_at = models.DateTimeField(null=True, blank=True)
-    note = models.TextField(blank=True, default="")
-    created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         indexes = [
@@ -133,7 +143,7 @@ class ConsolidationAction(models.Model):
         return f"{self.kind} {self.retired_id} -> {self.survivor_id} ({self.status})"
 
 
-class ConsolidationObservation(models.Model):
+class ConsolidationObservation(Proposal):
     """A short statement the LLM synthesised from several memories of one end user, citing them
     (docs/adr/0110-consolidation-observations.md).
 
@@ -144,20 +154,11 @@ class ConsolidationObservation(models.Model):
     once proposed is never proposed again, whatever became of it."""
 
     run = models.ForeignKey(ConsolidationRun, on_delete=models.CASCADE, related_name="observations")
-    project = models.ForeignKey("memories.Project", on_delete=models.CASCADE, related_name="+")
-    user_id = models.CharField(max_length=255)
     content = models.TextField()
     # The ids of the cited memories, sorted (the edges are written only when it is applied).
     cited = models.JSONField(default=list)
     key = models.CharField(max_length=64, unique=True)
-    confidence = models.FloatField()
-    reason = models.TextField(blank=True, default="")
-    status = models.CharField(max_length=20, choices=ActionStatus.choices, default=ActionStatus.PROPOSED)
     memory = models.ForeignKey("memories.Memory", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    decided_by = models.CharField(max_length=255, blank=True, default="")
-    decided_at = models.DateTimeField(null=True, blank=True)
-    note = models.TextField(blank=True, default="")
-    created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         indexes = [

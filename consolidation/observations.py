@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from capture.services import policy_status
 from common.errors import Conflict, DomainError
-from consolidation import observer, selectors
+from consolidation import observer, proposals, selectors
 from consolidation.models import ActionStatus, ConsolidationObservation, ConsolidationRun
 from consolidation.vectors import Candidate
 from memories import lifecycle
@@ -114,32 +114,25 @@ def _write(observation: ConsolidationObservation, *, actor: str) -> str:
     return ""
 
 
-def _decide(observation: ConsolidationObservation, *, status: str, actor: str, note: str = "") -> None:
-    observation.status, observation.decided_by, observation.decided_at = status, actor, timezone.now()
-    observation.note = note
-    observation.save(update_fields=["status", "memory", "decided_by", "decided_at", "note"])
-
-
 # --- deciding proposals (the review queue) and undoing ---------------------------------------------
 
 
 def observation_approve(*, observation: ConsolidationObservation, actor: str) -> ConsolidationObservation:
-    """Write a proposed observation as a memory linked to what it cites. Conflict when it is no
-    longer proposed, or when a memory it cites stopped being current (it is then marked stale)."""
-    if observation.status != ActionStatus.PROPOSED:
-        raise Conflict("this proposal has already been decided", code="not_proposed")
-    note = _write(observation, actor=actor)
-    _decide(observation, status=ActionStatus.STALE if note else ActionStatus.APPLIED, actor=actor, note=note)
-    if note:
-        raise Conflict(f"the memories it cites changed since the proposal: {note}", code="proposal_stale")
+    """Write a proposed observation as a memory linked to what it cites (``proposals.approve``:
+    Conflict when it was decided already or a memory it cites stopped being current)."""
+    proposals.approve(
+        observation,
+        lambda: _write(observation, actor=actor),
+        actor=actor,
+        changed="the memories it cites",
+        also=["memory"],
+    )
     return observation
 
 
 def observation_reject(*, observation: ConsolidationObservation, actor: str) -> ConsolidationObservation:
     """Reject a proposed observation: nothing is written, and it is not proposed again."""
-    if observation.status != ActionStatus.PROPOSED:
-        raise Conflict("this proposal has already been decided", code="not_proposed")
-    _decide(observation, status=ActionStatus.REJECTED, actor=actor)
+    proposals.reject(observation, actor=actor)
     return observation
 
 
@@ -150,11 +143,11 @@ def observation_undo(
     readable in the curation UI). ``reopen``: it waits for review again; otherwise the same set of
     memories is not observed again. Conflict when it was not applied or its memory is gone already."""
     if observation.status == ActionStatus.REJECTED and reopen:
-        _decide(observation, status=ActionStatus.PROPOSED, actor=actor)
+        proposals.decide(observation, status=ActionStatus.PROPOSED, actor=actor)
         return observation
     memory = observation.memory
     if observation.status != ActionStatus.APPLIED or memory is None or memory.status == Status.DELETED:
         raise Conflict("only an applied observation whose memory still exists can be undone", code="not_applied")
     lifecycle.memory_delete(memory=memory, actor=actor, reason="undo of a consolidation observation")
-    _decide(observation, status=ActionStatus.PROPOSED if reopen else ActionStatus.UNDONE, actor=actor)
+    proposals.decide(observation, status=ActionStatus.PROPOSED if reopen else ActionStatus.UNDONE, actor=actor)
     return observation

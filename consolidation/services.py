@@ -29,7 +29,7 @@ from capture.services import policy_status
 from common.errors import Conflict, DomainError
 from common.locks import advisory_lock
 from common.queue import publish
-from consolidation import llm_judge, observations, reader, rules, selectors, vectors
+from consolidation import llm_judge, observations, proposals, reader, rules, selectors, vectors
 from consolidation.models import (
     ActionKind,
     ActionStatus,
@@ -387,31 +387,19 @@ def _change_memories(action: ConsolidationAction, *, actor: str) -> str:
     return ""
 
 
-def _decide(action: ConsolidationAction, *, status: str, actor: str, note: str = "") -> None:
-    action.status, action.decided_by, action.decided_at, action.note = status, actor, timezone.now(), note
-    action.save(update_fields=["status", "decided_by", "decided_at", "note"])
-
-
 # --- deciding proposals (the review queue) and undoing ---------------------------------------------
 
 
 def action_approve(*, action: ConsolidationAction, actor: str) -> ConsolidationAction:
-    """Apply a proposed merge or supersede. Conflict when it is no longer proposed, or when its
-    memories changed since (it is then marked stale and leaves the queue)."""
-    if action.status != ActionStatus.PROPOSED:
-        raise Conflict("this proposal has already been decided", code="not_proposed")
-    note = _change_memories(action, actor=actor)
-    _decide(action, status=ActionStatus.STALE if note else ActionStatus.APPLIED, actor=actor, note=note)
-    if note:
-        raise Conflict(f"these memories changed since the proposal: {note}", code="proposal_stale")
+    """Apply a proposed merge or supersede (``proposals.approve``: Conflict when it was decided
+    already or its memories changed since)."""
+    proposals.approve(action, lambda: _change_memories(action, actor=actor), actor=actor, changed="these memories")
     return action
 
 
 def action_reject(*, action: ConsolidationAction, actor: str) -> ConsolidationAction:
     """Reject a proposal: nothing changes, and the pair is not proposed again."""
-    if action.status != ActionStatus.PROPOSED:
-        raise Conflict("this proposal has already been decided", code="not_proposed")
-    _decide(action, status=ActionStatus.REJECTED, actor=actor)
+    proposals.reject(action, actor=actor)
     return action
 
 
@@ -421,7 +409,7 @@ def action_undo(*, action: ConsolidationAction, actor: str, reopen: bool = False
     approval); otherwise the pair is left alone from now on. A rejection is reopened the same way.
     Conflict when the memories moved on since."""
     if action.status == ActionStatus.REJECTED and reopen:
-        _decide(action, status=ActionStatus.PROPOSED, actor=actor)
+        proposals.decide(action, status=ActionStatus.PROPOSED, actor=actor)
         return action
     if action.status != ActionStatus.APPLIED:
         raise Conflict("only an applied merge or supersede can be undone", code="not_applied")
@@ -432,7 +420,7 @@ def action_undo(*, action: ConsolidationAction, actor: str, reopen: bool = False
         actor=actor,
         reason=f"undo of consolidation {action.kind} ({action.reason})",
     )
-    _decide(action, status=ActionStatus.PROPOSED if reopen else ActionStatus.UNDONE, actor=actor)
+    proposals.decide(action, status=ActionStatus.PROPOSED if reopen else ActionStatus.UNDONE, actor=actor)
     return action
 
 

@@ -105,53 +105,51 @@ def _refused(request: HttpRequest, access: Access, error: DomainError, card: str
 @require_POST
 def review_approve(request: HttpRequest, access: Access, action_id: int) -> HttpResponse:
     """Apply a proposed merge or supersede."""
-    return _decide(request, access, action_id, services.action_approve, "Approved")
+    action = _action(access, action_id)
+    return _decided(request, access, lambda: services.action_approve(action=action, actor=access.actor),
+                    card=f"proposal-{action.pk}", label=f"Approved the {action.kind}.", op="consolidation",
+                    target=action.pk)  # fmt: skip
 
 
 @project_view(Role.REVIEWER)
 @require_POST
 def review_reject(request: HttpRequest, access: Access, action_id: int) -> HttpResponse:
     """Reject a proposal: nothing changes and the pair is not proposed again."""
-    return _decide(request, access, action_id, services.action_reject, "Rejected")
-
-
-def _decide(
-    request: HttpRequest, access: Access, action_id: int, decide: Callable[..., object], verb: str
-) -> HttpResponse:
     action = _action(access, action_id)
-    try:
-        decide(action=action, actor=access.actor)
-    except DomainError as error:
-        return _refused(request, access, error, f"proposal-{action.pk}")
-    label = f"{verb} the {action.kind}."
-    remember(request, access, label, [{"op": "consolidation", "id": str(action.pk)}])
-    return _review_answer(request, access, label)
+    return _decided(request, access, lambda: services.action_reject(action=action, actor=access.actor),
+                    card=f"proposal-{action.pk}", label=f"Rejected the {action.kind}.", op="consolidation",
+                    target=action.pk)  # fmt: skip
 
 
 @project_view(Role.REVIEWER)
 @require_POST
 def review_observation_approve(request: HttpRequest, access: Access, observation_id: int) -> HttpResponse:
     """Write a proposed observation as a memory linked to what it cites."""
-    return _decide_observation(request, access, observation_id, observations.observation_approve, "Approved")
+    found = _observation(access, observation_id)
+    return _decided(request, access, lambda: observations.observation_approve(observation=found, actor=access.actor),
+                    card=f"observation-{found.pk}", label=f"Approved the observation “{found.content[:60]}”.",
+                    op="observation", target=found.pk)  # fmt: skip
 
 
 @project_view(Role.REVIEWER)
 @require_POST
 def review_observation_reject(request: HttpRequest, access: Access, observation_id: int) -> HttpResponse:
     """Reject an observation: nothing is written and the same memories are not observed again."""
-    return _decide_observation(request, access, observation_id, observations.observation_reject, "Rejected")
+    found = _observation(access, observation_id)
+    return _decided(request, access, lambda: observations.observation_reject(observation=found, actor=access.actor),
+                    card=f"observation-{found.pk}", label=f"Rejected the observation “{found.content[:60]}”.",
+                    op="observation", target=found.pk)  # fmt: skip
 
 
-def _decide_observation(
-    request: HttpRequest, access: Access, observation_id: int, decide: Callable[..., object], verb: str
+def _decided(
+    request: HttpRequest, access: Access, decide: Callable[[], object], *, card: str, label: str, op: str, target: int
 ) -> HttpResponse:
-    observation = _observation(access, observation_id)
+    """One review decision: made (remembered for the queue's undo) or refused."""
     try:
-        decide(observation=observation, actor=access.actor)
+        decide()
     except DomainError as error:
-        return _refused(request, access, error, f"observation-{observation.pk}")
-    label = f"{verb} the observation “{observation.content[:60]}”."
-    remember(request, access, label, [{"op": "observation", "id": str(observation.pk)}])
+        return _refused(request, access, error, card)
+    remember(request, access, label, [{"op": op, "id": str(target)}])
     return _review_answer(request, access, label)
 
 
