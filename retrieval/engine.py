@@ -30,7 +30,7 @@ from retrieval.embedding.vector_cache import cache_key, cache_name
 from retrieval.llm import llm_configured
 from retrieval.models import RetrievalLog
 from retrieval.queries import conversation_text, embed_queries, query_embedder, query_texts, run_hyde, wants_hyde
-from retrieval.ranking import episodes, judge, relevance
+from retrieval.ranking import answer_type, episodes, judge, relevance
 from retrieval.ranking.graph import expand_graph, load_memories, searchable
 from retrieval.ranking.packing import PackItem, ProfileFact, pack
 from retrieval.ranking.search import Candidate, SearchParams, hybrid_search
@@ -217,11 +217,36 @@ def _run(
     by_key = {e.key: e for e in said}
     memories = load_memories(project, request.user_id, [i for i, _ in top if i not in by_key])
     ranked = [(memories[mid], s) for mid, s in top if mid in memories]
-    ranked = expand_graph(project, request, ranked, trace=trace)[: request.limit]
     kept = [by_key[i] for i, _ in top if i in by_key]
+    ranked, kept = answering(query, request, ranked, kept, trace=trace)
+    ranked = expand_graph(project, request, ranked, trace=trace)[: request.limit]
     ranked, kept = episodes.without_sources(ranked, kept)
     chains = older_versions(project=project, memories=[m for m, _ in ranked], user_id=request.user_id)
     return build_result(ranked, chains, request=request, project=project, trace=trace, said=kept)
+
+
+def answering(
+    query: str,
+    request: RetrieveRequest,
+    ranked: list[tuple[Memory, float]],
+    said: list[episodes.Episode],
+    *,
+    trace: Trace,
+) -> tuple[list[tuple[Memory, float]], list[episodes.Episode]]:
+    """Only the items that can hold the kind of answer the query asks for (``answer_type``).
+
+    Part of the relevance cut: a request's own ``min_score`` (the ranking alone) skips it, and
+    so does a judge that ran, which read the items themselves.
+    """
+    expectation = answer_type.expected(query)
+    if not expectation or request.min_score is not None or trace.judged is not None:
+        return ranked, said
+    kept = [(m, s) for m, s in ranked if answer_type.holds(expectation, m.content, message=False)]
+    kept_said = [e for e in said if answer_type.holds(expectation, e.content, message=True)]
+    kept_ids = {str(m.pk) for m, _ in kept} | {e.key for e in kept_said}
+    trace.unanswering = [str(m.pk) for m, _ in ranked if str(m.pk) not in kept_ids]
+    trace.unanswering += [e.key for e in said if e.key not in kept_ids]
+    return kept, kept_said
 
 
 def find_episodes(

@@ -53,6 +53,8 @@ class Trace:
     evidence: dict[str, relevance.Evidence] = field(default_factory=dict)
     # What the LLM judge kept, when it ran (None: it did not run).
     judged: list[str] | None = None
+    # Items above the cut that cannot hold the kind of answer the query asks for.
+    unanswering: list[str] = field(default_factory=list)
     graph_paths: dict[str, tuple[str, str]] = field(default_factory=dict)
     excluded_ids: list[str] = field(default_factory=list)
     skipped_words: list[str] = field(default_factory=list)

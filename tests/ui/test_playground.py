@@ -84,6 +84,15 @@ def test_a_memory_below_min_score_is_shown_but_not_injected(client_as, project, 
 
 
 @pytest.mark.django_db
+def test_a_memory_that_cannot_hold_the_asked_answer_says_so(client_as, project, remember):
+    remember("Alice's dad is called Salvo.")
+    rows = ask(client_as("viewer"), project, "What is Alice's mum called?").context["results"]["rows"]
+    assert rows, "the memory is a candidate"
+    row = rows[0]
+    assert (row.passed, row.outcome, row.outcome_label) == (True, "unanswering", "Holds no answer of the asked kind")
+
+
+@pytest.mark.django_db
 def test_a_tight_token_budget_excludes_the_rest_by_budget(client_as, project, facts):
     # The injection's header alone takes about 100 tokens: room for the header and one memory.
     results = ask(client_as("viewer"), project, min_score="0", token_budget="130").context["results"]

@@ -125,6 +125,7 @@ OUTCOME_LABELS = {
     "included": "Included",
     "budget": "Excluded by budget",
     "below": "Below the cut",
+    "unanswering": "Holds no answer of the asked kind",
     "limit": "Beyond the limit",
 }
 
@@ -145,6 +146,7 @@ def explain(
     memories = {str(m.pk): m for m in Memory.objects.filter(project=project, pk__in=ids)}
     body_scores = {str(hit.memory.pk): hit.score for hit in body.memories}
     excluded = set(trace.excluded_ids)
+    unanswering = set(trace.unanswering)
     rows = []
     for memory_id in ids:
         memory = memories.get(memory_id)
@@ -158,6 +160,8 @@ def explain(
             outcome = "budget"
         elif passed is False:
             outcome = "below"
+        elif memory_id in unanswering:
+            outcome = "unanswering"
         else:
             outcome = "limit"
         parent, relationship = paths.get(memory_id, ("", ""))

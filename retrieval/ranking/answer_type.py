@@ -1,0 +1,206 @@
+"""What a question asks for, and whether an item can hold it: answer-type filtering.
+
+The relevance model scores how much an item is *about* the question, from cosines and shared
+words. It cannot tell a topic from an answer: for "how old is tess?" the messages about Tess
+the dog score like answers, and for "what's my mum's name?" so does "my dad's name is salvo".
+Question-answering systems have long narrowed candidates by the type of answer a question
+expects; this module does the same for the few types a person's memories hold and a regular
+expression can recognise in lowercase chat: an age, an amount of money, a weight, a duration,
+a number, a job, a person named by their relation to the user ("my sister", "my lead"), and
+the thing a "do i have ...?" asks about. A question of no such type (most of them) is not
+filtered. "How many" and "when" are not types here: the answer is often counted across
+items, or read from the date a message was said, rather than written in one item.
+
+``expected(query)`` reads the question once; ``holds(expectation, text)`` says whether a text
+can answer it. An item that cannot is not returned (``engine`` applies it with the relevance
+cut; the LLM judge, when it runs, decides instead). Each pattern errs towards keeping: a false
+"holds" costs an unanswerable question its empty answer, a false "does not" costs an answer.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_NUMBER_WORDS = (
+    r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|"
+    r"a couple|a few|several|dozens?|half|once|twice|both|twins|triplets|single|a hundred"
+)
+_NUMBER = rf"(?:\d|\b(?:{_NUMBER_WORDS})\b)"
+
+
+# Each answer type: the question's words that ask for it, and what a text holding one shows.
+_TYPES: dict[str, tuple[str, str]] = {
+    "age": (
+        r"\bhow old\b|\bwhat age\b|\bwhose age\b",
+        # "4 yr old", "she's 7", "turns 7", "6 weeks old"; "rest for 2 weeks" is no age.
+        rf"{_NUMBER}[\s-]*(?:yrs?|years?|y/?o)\b|{_NUMBER}[\s-]*(?:months?|mos?|weeks?|wks?|days?)[\s-]*old\b"
+        rf"|\bage[ds]?\b|\bturn(?:s|ed|ing)?\s+{_NUMBER}|\b(?:is|she's|he's|they're|i'm|am|are)\s+{_NUMBER}"
+        r"|\bborn\b|\bbirthday\b|\bnewborn\b|\btoddler\b",
+    ),
+    "money": (
+        r"\b(?:salary|salaries|cost|costs|costed|price|priced|pay|paid|rent|budget|earn\w*|spen[dt]\w*|sav(?:e|ing)s?"
+        r"|loan|debt|afford|mortgage|deposit|bill|fee|fees|income|wage)\b"
+        r"|\b(?:a|my|his|her|their|pay) raise\b",
+        # Chat states amounts bare ("cost 430", "budget around 2500"): any number of two digits.
+        rf"[£$€¥]\s?\d|\d\d|\d[\d,.]*\s?(?:k|m|grand|quid|pounds?|dollars?|euros?|bucks|usd|eur|gbp|p/?h)\b|\d\s?%"
+        rf"|\bper cent\b|\bpercent\b|\b(?:free|nothing)\b|{_NUMBER}\s+(?:grand|quid|pounds?|dollars?|euros?|bucks)\b",
+    ),
+    "weight": (
+        r"\bweigh\w*|\bweight\b",
+        r"\d[\d.]*\s?(?:kg|kgs|kilos?|kilograms?|lbs?|pounds?|stone|st|g|grams?|oz)\b|\bstone\b|\bkilos?\b",
+    ),
+    "duration": (
+        r"\bhow long\b|\b(?:best|fastest|pb|personal best|record|finishing|finish)\b.*\btime\b",
+        rf"{_NUMBER}[\s-]*(?:s|secs?|seconds?|mins?|minutes?|hrs?|hours?|h|days?|weeks?|wks?|months?|years?|yrs?|ish)\b"
+        r"|\d+:\d\d|\bsince\b|\bhalf an hour\b|\ban hour\b|\ba (?:day|week|month|year)\b",
+    ),
+    "number": (
+        r"\bnumber\b",
+        r"(?<![\w.])\d+(?![\w])",
+    ),
+    "job": (
+        r"\b(?:occupation|profession|career|for a living|for work)\b|\bjob(?: title)?\s*\??\s*$"
+        r"|\bwhat (?:does|do) \w+(?:'s)?(?: \w+)? do\s*\??\s*$|\bwhat do i do\b|\bwhat is \w+'s job\b",
+        r"\b(?:job|jobs|work|works|working|worked|career|employ\w*|hired|promoted|promotion|role|title|position|"
+        r"retired|unemployed|freelanc\w*|self-employed|intern\w*|student|studying|studies|offer|company|startup|"
+        r"business|shifts?|office|firm|agency|hospital|school|university|uni|clinic|nurse|doctor|chef|vet|cook|"
+        r"barista|pilot|surgeon|midwife|paramedic|ceo|cto|founder|lead|head|staff|senior|junior)\b"
+        r"|\b\w+(?:er|or|ist|ian|ant|ent|eer|ee|ive|man|woman|person|smith|wright)s?\b(?= (?:at|in|for)\b)"
+        r"|\b(?:an?|as)\s+(?:\w+\s+)?\w+(?:er|or|ist|ian|ant|ent|eer|ive|man|woman)\b",
+    ),
+}
+
+# People named by their relation to the user: a question about "my mum" is answered only by a
+# text that speaks of her. Animals and things are left out: "my bird" is answered by "my
+# parrot kiwi", and no list of hypernyms would be complete.
+_RELATIONS: tuple[tuple[str, ...], ...] = (
+    ("mum", "mom", "mother", "mam", "mummy", "mommy", "ma", "parents", "parent"),
+    ("dad", "father", "papa", "daddy", "pops", "parents", "parent"),
+    (
+        "partner",
+        "wife",
+        "husband",
+        "girlfriend",
+        "boyfriend",
+        "gf",
+        "bf",
+        "fiance",
+        "fiancé",
+        "fiancee",
+        "fiancée",
+        "spouse",
+        "hubby",
+        "missus",
+    ),
+    ("brother", "bro", "brothers", "sibling", "siblings", "twin"),
+    ("sister", "sis", "sisters", "sibling", "siblings", "twin"),
+    ("son", "sons", "kid", "kids", "child", "children", "boy", "boys", "baby", "twins", "toddler"),
+    ("daughter", "daughters", "kid", "kids", "child", "children", "girl", "girls", "baby", "twins", "toddler"),
+    ("grandma", "gran", "granny", "nan", "nana", "grandmother", "grandparents"),
+    ("grandpa", "grandad", "granddad", "grandfather", "grandparents"),
+    ("aunt", "auntie", "aunty"),
+    ("uncle",),
+    ("cousin", "cousins"),
+    ("niece", "nieces"),
+    ("nephew", "nephews"),
+    ("manager", "boss", "lead", "supervisor", "line manager", "team lead", "tech lead", "skip"),
+    ("therapist", "counsellor", "counselor", "psychologist", "psychiatrist"),
+    ("doctor", "gp", "dr", "consultant", "specialist"),
+    ("dentist",),
+    ("landlord", "landlady"),
+    ("flatmate", "roommate", "housemate", "flatmates", "roommates", "housemates"),
+    ("neighbour", "neighbor", "neighbours", "neighbors"),
+    ("colleague", "coworker", "co-worker", "colleagues", "coworkers", "teammate", "teammates"),
+    ("friend", "mate", "buddy", "pal", "bestie", "bff", "friends", "mates"),
+    ("coach", "trainer", "pt", "instructor"),
+    ("tutor",),
+)
+# A word in several groups asks for any of them: "my kids" are answered by "my son" and by "my
+# daughter", "my parents" by "my mum" and by "my dad".
+_ALIASES: dict[str, frozenset[str]] = {}
+for _group in _RELATIONS:
+    for _word in _group:
+        _ALIASES[_word] = _ALIASES.get(_word, frozenset()) | frozenset(_group)
+_RELATION_QUESTION = re.compile(
+    # "my mum", and an agent's third person: "the user's mum", "alice's mum".
+    r"\b(?:my|our|\w+'s)\s+(?:(?:team|tech|line|new|old|best|little|big|older|younger|eldest|youngest|baby)\s+)?"
+    r"(" + "|".join(sorted((re.escape(w) for w in _ALIASES), key=len, reverse=True)) + r")(?:'s|s')?\b"
+)
+
+
+# "do i have high cholesterol?" is answered by a text that speaks of cholesterol; "do i have any
+# medical conditions?" names a class, which the answer names by its member.
+_HAVE_QUESTION = re.compile(
+    r"^\s*(?:do|does|did) (?:i|we|\w+) (?:have|get|suffer from) (?:an? |any )?([a-z' -]+?)\s*\??\s*$"
+)
+_CLASSES = (
+    "any other medical health dietary diet food conditions condition problems problem issues issue illnesses illness "
+    "diseases disease pets pet kids kid children child siblings sibling plans plan hobbies hobby things thing "
+    "restrictions requirements allergies allergy intolerances intolerance injuries injury symptoms meds "
+    "medication medications preferences"
+)
+_CLASS_WORDS = frozenset(_CLASSES.split())
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What a question asks for: an answer type (or none), the relations it names, and the words
+    a yes/no question asks about (as 5-letter stems)."""
+
+    kind: str | None = None
+    relations: tuple[frozenset[str], ...] = ()
+    stems: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.kind is not None or bool(self.relations) or bool(self.stems)
+
+
+_ISO_DATE = re.compile(r"\(?\b\d{4}-\d\d(?:-\d\d)?\b\)?")
+_COMPILED = {name: (re.compile(ask), re.compile(hold)) for name, (ask, hold) in _TYPES.items()}
+
+
+_QUESTION = re.compile(
+    r"\?|^\s*(?:what|what's|whats|who|who's|whos|whose|when|when's|where|where's|which|how|do|does|did|is|are|am|"
+    r"was|were|can|could|have|has)\b"
+)
+
+
+def expected(query: str) -> Expectation:
+    """The answer type a question asks for and the relations it names; falsy when neither, and
+    for a turn that asks nothing ("my salary went up!" is no question about a salary)."""
+    text = query.lower().replace("’", "'")
+    if not _QUESTION.search(text):
+        return Expectation()
+    kind = next((name for name, (ask, _) in _COMPILED.items() if ask.search(text)), None)
+    relations = []
+    for match in _RELATION_QUESTION.finditer(text):
+        relations.append(_ALIASES[match.group(1)])
+    have = _HAVE_QUESTION.match(text)
+    stems = [] if have is None else [w[:5] for w in re.findall(r"[a-z]{3,}", have.group(1)) if w not in _CLASS_WORDS]
+    # "do i have high cholesterol": the thing is the last word, "high" only qualifies it.
+    return Expectation(kind=kind, relations=tuple(dict.fromkeys(relations)), stems=tuple(stems[-1:]))
+
+
+def holds(expectation: Expectation, text: str, *, message: bool) -> bool:
+    """Whether a text can answer a question of this expectation.
+
+    A memory names who it is about (capture writes "The user's sister ..."), so one about the
+    asked relation names it. A ``message`` may say "she" for someone named a message earlier: it
+    fails only when it names another relation and not the asked one.
+    """
+    lowered = text.lower().replace("’", "'")
+    # Capture writes the date a relative phrase meant, "(2026-02-17)": no amount or number.
+    lowered = _ISO_DATE.sub(" ", lowered)
+    if expectation.kind is not None and not _COMPILED[expectation.kind][1].search(lowered):
+        return False
+    if expectation.stems and not all(stem in lowered for stem in expectation.stems):
+        return False
+    if expectation.relations:
+        words = set(re.findall(r"[a-zé-]+", lowered))
+        for group in expectation.relations:
+            if words & group:
+                continue
+            if not message or words & _ALIASES.keys():
+                return False
+    return True
