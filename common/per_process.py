@@ -41,11 +41,6 @@ class PerProcess(Generic[T]):
                 held = self._held = (pid, self._make())
             return held[1]
 
-    def peek(self) -> T | None:
-        """This process's value if it has one, without making it."""
-        held = self._held
-        return held[1] if held is not None and held[0] == os.getpid() else None
-
 
 def _new_locks() -> None:
     # A fork while another thread was making a value copies its lock held, with no thread left in

@@ -21,6 +21,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 DEFAULT_KS: tuple[int, ...] = (1, 5, 10)
 # LoCoMo reports its adversarial category apart from the headline, as the field does.
 DEFAULT_HEADLINE_EXCLUDE: tuple[str, ...] = ("adversarial",)
@@ -152,16 +154,8 @@ def metric_names(ks: Sequence[int] = DEFAULT_KS) -> list[str]:
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
-    """The q-th percentile (0–100) with linear interpolation, as ``numpy.percentile`` does."""
-    if not values:
-        return None
-    if not 0 <= q <= 100:
-        raise ValueError(f"percentile must be within 0..100, got {q}")
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q / 100
-    low = math.floor(pos)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+    """The q-th percentile (0–100) with linear interpolation; None for no values."""
+    return float(np.percentile(values, q)) if values else None
 
 
 def _mean(values: Sequence[float]) -> float | None:

@@ -59,10 +59,8 @@ class MemoryFilterForm(forms.Form):
 
     def filters(self) -> ListFilters:
         """The valid filters; an invalid value is ignored rather than failing the page."""
-        if not self.is_valid():
-            data = {k: v for k, v in self.cleaned_data.items() if k not in self.errors}
-        else:
-            data = self.cleaned_data
+        self.is_valid()
+        data = {k: v for k, v in self.cleaned_data.items() if k not in self.errors}
         return ListFilters(
             user_id=(data.get("user") or "").strip(),
             scope=data.get("scope") or "",

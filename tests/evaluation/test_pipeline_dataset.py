@@ -7,23 +7,59 @@ nobody said; an "unanswerable" question with an answer would reward returning no
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections import Counter
 from typing import Any
 
 import pytest
 
-from evaluation.natural import (
-    QUESTION_TYPES,
-    SPLITS,
-    alias_in,
-    any_alias_in,
-    date_forms,
-    load_natural,
-    resolve_relative,
-)
+from conversations.dates import MONTHS, WEEKDAYS
+from evaluation.natural import SPLITS, alias_in, any_alias_in, load_natural
+
+QUESTION_TYPES = ("single", "multi", "temporal", "change", "unanswerable")
+_NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5}
 
 PEOPLE = load_natural()
 QUESTIONS = [(person, q) for person in PEOPLE for q in person["questions"]]
+
+
+# How the set's temporal questions were labelled (evaluation/data/pipeline/README.md).
+def resolve_relative(phrase: str, day: dt.date) -> str:
+    """``phrase`` ("yesterday", "on saturday", "last month"…) said on ``day``, as ISO (day or month)."""
+    said = phrase.lower().strip()
+    if said in ("today", "this morning", "tonight", "earlier today"):
+        return day.isoformat()
+    if said == "yesterday":
+        return (day - dt.timedelta(days=1)).isoformat()
+    if said == "tomorrow":
+        return (day + dt.timedelta(days=1)).isoformat()
+    if match := re.fullmatch(r"(\w+) days ago", said):
+        count = int(match.group(1)) if match.group(1).isdigit() else _NUMBERS[match.group(1)]
+        return (day - dt.timedelta(days=count)).isoformat()
+    if said == "last week":
+        return (day - dt.timedelta(days=7)).isoformat()
+    if said == "last month":
+        return (day.replace(day=1) - dt.timedelta(days=1)).strftime("%Y-%m")
+    if said == "next month":
+        return (day.replace(day=28) + dt.timedelta(days=5)).strftime("%Y-%m")
+    for index, name in enumerate(WEEKDAYS):
+        if said in (name, f"on {name}", f"last {name}", f"this past {name}"):
+            back = (day.weekday() - index - 1) % 7 + 1  # strictly before the day it was said
+            return (day - dt.timedelta(days=back)).isoformat()
+        if said in (f"next {name}", f"this coming {name}", f"coming {name}"):
+            ahead = (index - day.weekday() - 1) % 7 + 1
+            return (day + dt.timedelta(days=ahead)).isoformat()
+    raise ValueError(f"no rule for the relative date {phrase!r}")
+
+
+def date_forms(iso: str) -> list[str]:
+    """How a resolved date may be written in a memory: ISO, "march 7", "7 march", "mar 7"."""
+    if len(iso) == 7:
+        year, month = iso.split("-")
+        return [iso, f"{MONTHS[int(month) - 1]} {year}"]
+    day = dt.date.fromisoformat(iso)
+    name = MONTHS[day.month - 1]
+    return [iso, f"{name} {day.day}", f"{day.day} {name}", f"{name[:3]} {day.day}"]
 
 
 def _message(person: dict[str, Any], pair: list[int]) -> Any:

@@ -2,9 +2,10 @@
 
 ``project_view`` loads the project by slug for the signed-in person: a non-member
 gets 404 (the project might as well not exist), a member below the needed role
-gets 403. Safe methods need ``read``; any other method needs ``write``, which is the
-reviewer role unless the view says otherwise (a view that must accept a viewer's POST
-names ``write=Role.VIEWER`` explicitly).
+gets 403, and a ``NotFound`` the view lets through (a selector's) is a 404. Safe
+methods need ``read``; any other method needs ``write``, which is the reviewer role
+unless the view says otherwise (a view that must accept a viewer's POST names
+``write=Role.VIEWER`` explicitly).
 
 Pages that answer htmx with a fragment depend on the ``HX-Request`` header, so every
 project view's response says ``Vary: HX-Request``; a history restore (htmx asking for a
@@ -22,12 +23,12 @@ from django.contrib import messages
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.utils.cache import patch_vary_headers
 from django.utils.http import url_has_allowed_host_and_scheme
 from django_htmx.http import HttpResponseClientRedirect
 
-from common.errors import DomainError
+from common.errors import DomainError, NotFound
 from memories.models import Role
 from ui.selectors import ROLE_RANK, Access, project_access
 
@@ -76,7 +77,10 @@ def project_view(
             needed = read if request.method in SAFE_METHODS else max(read, write, key=_rank)
             if not access.can(needed):
                 raise PermissionDenied(f"this needs the {needed} role")
-            response = view(request, access, *args, **kwargs)
+            try:
+                response = view(request, access, *args, **kwargs)
+            except NotFound as error:  # what a selector did not find is the UI's 404 page
+                raise Http404(error.message) from error
             patch_vary_headers(response, ("HX-Request",))
             return response
 

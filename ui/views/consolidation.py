@@ -10,12 +10,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from common.errors import DomainError, NotFound
+from common.errors import DomainError
 from consolidation import observations, selectors, services
 from consolidation.models import ActionKind, ConsolidationAction, ConsolidationObservation
 from memories.models import Memory, Role
@@ -105,7 +105,7 @@ def _refused(request: HttpRequest, access: Access, error: DomainError, card: str
 @require_POST
 def review_approve(request: HttpRequest, access: Access, action_id: int) -> HttpResponse:
     """Apply a proposed merge or supersede."""
-    action = _action(access, action_id)
+    action = selectors.action_get(project=access.project, action_id=action_id)
     return _decided(request, access, lambda: services.action_approve(action=action, actor=access.actor),
                     card=f"proposal-{action.pk}", label=f"Approved the {action.kind}.", op="consolidation",
                     target=action.pk)  # fmt: skip
@@ -115,7 +115,7 @@ def review_approve(request: HttpRequest, access: Access, action_id: int) -> Http
 @require_POST
 def review_reject(request: HttpRequest, access: Access, action_id: int) -> HttpResponse:
     """Reject a proposal: nothing changes and the pair is not proposed again."""
-    action = _action(access, action_id)
+    action = selectors.action_get(project=access.project, action_id=action_id)
     return _decided(request, access, lambda: services.action_reject(action=action, actor=access.actor),
                     card=f"proposal-{action.pk}", label=f"Rejected the {action.kind}.", op="consolidation",
                     target=action.pk)  # fmt: skip
@@ -125,7 +125,7 @@ def review_reject(request: HttpRequest, access: Access, action_id: int) -> HttpR
 @require_POST
 def review_observation_approve(request: HttpRequest, access: Access, observation_id: int) -> HttpResponse:
     """Write a proposed observation as a memory linked to what it cites."""
-    found = _observation(access, observation_id)
+    found = selectors.observation_get(project=access.project, observation_id=observation_id)
     return _decided(request, access, lambda: observations.observation_approve(observation=found, actor=access.actor),
                     card=f"observation-{found.pk}", label=f"Approved the observation “{found.content[:60]}”.",
                     op="observation", target=found.pk)  # fmt: skip
@@ -135,7 +135,7 @@ def review_observation_approve(request: HttpRequest, access: Access, observation
 @require_POST
 def review_observation_reject(request: HttpRequest, access: Access, observation_id: int) -> HttpResponse:
     """Reject an observation: nothing is written and the same memories are not observed again."""
-    found = _observation(access, observation_id)
+    found = selectors.observation_get(project=access.project, observation_id=observation_id)
     return _decided(request, access, lambda: observations.observation_reject(observation=found, actor=access.actor),
                     card=f"observation-{found.pk}", label=f"Rejected the observation “{found.content[:60]}”.",
                     op="observation", target=found.pk)  # fmt: skip
@@ -228,47 +228,26 @@ def runs(request: HttpRequest, access: Access) -> HttpResponse:
     return render(request, "ui/consolidations.html", context)
 
 
-def _action(access: Access, action_id: int) -> ConsolidationAction:
-    try:
-        return selectors.action_get(project=access.project, action_id=action_id)
-    except NotFound as error:
-        raise Http404(error.message) from error
-
-
-def _observation(access: Access, observation_id: int) -> ConsolidationObservation:
-    try:
-        return selectors.observation_get(project=access.project, observation_id=observation_id)
-    except NotFound as error:
-        raise Http404(error.message) from error
-
-
-def _run_context(access: Access, run_id: str) -> dict[str, Any]:
-    try:
-        run = selectors.run_get(project=access.project, run_id=run_id)
-    except NotFound as error:
-        raise Http404(error.message) from error
-    return page_context(
+@project_view()
+def run_page(request: HttpRequest, access: Access, run_id: str) -> HttpResponse:
+    """One consolidation: status (refreshing while it runs), counts, each merge or supersede and
+    each observation."""
+    run = selectors.run_get(project=access.project, run_id=run_id)
+    context = page_context(
         access,
         run=run,
         actions=selectors.run_actions(run=run),
         observations=observation_items(access, selectors.run_observations(run=run)),
         nav="review",
     )
-
-
-@project_view()
-def run_page(request: HttpRequest, access: Access, run_id: str) -> HttpResponse:
-    """One consolidation: status (refreshing while it runs), counts, each merge or supersede and
-    each observation."""
-    template = "ui/consolidation.html#run" if is_htmx(request) else "ui/consolidation.html"
-    return render(request, template, _run_context(access, run_id))
+    return render(request, "ui/consolidation.html#run" if is_htmx(request) else "ui/consolidation.html", context)
 
 
 @project_view(Role.REVIEWER)
 @require_POST
 def action_undo(request: HttpRequest, access: Access, action_id: int) -> HttpResponse:
     """Take back an applied merge or supersede: the retired memory is current again."""
-    action = _action(access, action_id)
+    action = selectors.action_get(project=access.project, action_id=action_id)
     back = reverse("ui:consolidation", args=[access.project.slug, action.run_id])
     try:
         services.action_undo(action=action, actor=access.actor)
@@ -282,7 +261,7 @@ def action_undo(request: HttpRequest, access: Access, action_id: int) -> HttpRes
 def observation_undo(request: HttpRequest, access: Access, observation_id: int) -> HttpResponse:
     """Take back an applied observation: its memory is deleted (softly) and the same memories are
     not observed again."""
-    observation = _observation(access, observation_id)
+    observation = selectors.observation_get(project=access.project, observation_id=observation_id)
     back = reverse("ui:consolidation", args=[access.project.slug, observation.run_id])
     try:
         observations.observation_undo(observation=observation, actor=access.actor)

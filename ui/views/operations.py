@@ -7,7 +7,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 from capture import selectors as capture_selectors
 from capture import services as capture_services
 from capture.models import CaptureJob, JobStatus
-from common.errors import DomainError, NotFound
+from common.errors import DomainError
 from memories.models import Memory, Role
 from ui import eval_reports, page_selectors
 from ui import selectors as ui_selectors
@@ -76,10 +76,7 @@ def _proposal_rows(job: CaptureJob, memories: dict[str, Memory]) -> list[dict[st
 def capture_job(request: HttpRequest, access: Access, job_id: str) -> HttpResponse:
     """One capture job: its (redacted) source messages, each proposal with its outcome and the
     reason it was not written, the items validation rejected, and links to the memories."""
-    try:
-        job = capture_selectors.capture_job_get(project=access.project, job_id=job_id)
-    except NotFound as error:
-        raise Http404(error.message) from error
+    job = capture_selectors.capture_job_get(project=access.project, job_id=job_id)
     proposals = job.proposals if isinstance(job.proposals, list) else []
     ids = [str(p.get("memory_id")) for p in proposals if isinstance(p, dict) and p.get("memory_id")]
     memories = {str(m.pk): m for m in ui_selectors.memories_by_ids(project=access.project, ids=ids)}
@@ -104,10 +101,7 @@ def capture_job(request: HttpRequest, access: Access, job_id: str) -> HttpRespon
 @require_POST
 def capture_retry(request: HttpRequest, access: Access, job_id: str) -> HttpResponse:
     """Put a failed job back in the queue."""
-    try:
-        job = capture_selectors.capture_job_get(project=access.project, job_id=job_id)
-    except NotFound as error:
-        raise Http404(error.message) from error
+    job = capture_selectors.capture_job_get(project=access.project, job_id=job_id)
     back = next_url(request, reverse("ui:captures", args=[access.project.slug]))
     try:
         job = capture_services.capture_job_retry(job=job)

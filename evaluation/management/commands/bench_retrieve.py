@@ -62,7 +62,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--tag-questions",
             action="store_true",
-            help="append a random tag to each question, as this bench did until session 23 (to compare figures)",
+            help="append a random tag to each question, as earlier versions of this bench did (to compare figures)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
