@@ -1,4 +1,4 @@
-"""The profile endpoints: read an end user's profile, rebuild it now."""
+"""The profile endpoints: read an end user's profile and its versions, edit it, rebuild it now."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from ninja import Router
 from common.auth import ERRORS, actor, api_key
 from common.errors import Invalid, NotFound
 from profiles import selectors, services
-from profiles.schemas import ProfileOut
+from profiles.schemas import ProfileEditIn, ProfileOut, ProfileVersionsOut
 
 router = Router(tags=["users"])
 
@@ -38,3 +38,46 @@ def rebuild_profile(request: HttpRequest, user_id: str) -> dict[str, Any]:
     if profile is None:
         raise NotFound(f"user {user_id!r} has no memory a profile could rest on", code="profile_not_found")
     return services.profile_as_dict(profile)
+
+
+@router.patch("/users/{user_id}/profile", response={200: ProfileOut, **ERRORS})
+def edit_profile(request: HttpRequest, user_id: str, body: ProfileEditIn) -> dict[str, Any]:
+    """Pin facts written by hand (always first) and leave memories out; both survive rebuilds until
+    the next edit. A field left out keeps its value; every edit is a new version."""
+    project = api_key(request).project
+    current = selectors.profile_find(project=project, user_id=_checked(user_id))
+    profile = services.profile_edit(
+        project=project,
+        user_id=user_id,
+        pinned=body.pinned if body.pinned is not None else (current.pinned if current else []),
+        hidden=body.hidden_memory_ids
+        if body.hidden_memory_ids is not None
+        else (current.hidden_memory_ids if current else []),
+        actor=actor(request),
+        reason=body.reason,
+    )
+    return services.profile_as_dict(profile)
+
+
+@router.get("/users/{user_id}/profile/versions", response={200: ProfileVersionsOut, **ERRORS})
+def profile_versions(request: HttpRequest, user_id: str, limit: int = 20) -> dict[str, Any]:
+    """The profile's versions, newest first: what each held, who made it and why."""
+    if not 1 <= limit <= 100:
+        raise Invalid("limit must be 1 to 100", code="invalid_limit")
+    profile = selectors.profile_get(project=api_key(request).project, user_id=_checked(user_id))
+    versions = selectors.profile_versions(profile=profile, limit=limit)
+    return {
+        "user_id": profile.user_id,
+        "versions": [
+            {
+                "version": v.version,
+                "text": v.text,
+                "pinned": v.pinned,
+                "hidden_memory_ids": v.hidden_memory_ids,
+                "actor": v.actor,
+                "reason": v.reason,
+                "created_at": v.created_at,
+            }
+            for v in versions
+        ],
+    }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from memories.schemas import BodyOut
+from memories.schemas import BodyOut, StrictSchema
 
 
 class ProfileFactOut(BodyOut):
@@ -20,3 +20,28 @@ class ProfileOut(BodyOut):
     version: int
     token_count: int
     updated_at: datetime
+    pinned: list[str]
+    hidden_memory_ids: list[str]
+
+
+class ProfileEditIn(StrictSchema):
+    """A person's edit; a field left out keeps its value."""
+
+    pinned: list[str] | None = None
+    hidden_memory_ids: list[str] | None = None
+    reason: str = ""
+
+
+class ProfileVersionOut(BodyOut):
+    version: int
+    text: str
+    pinned: list[str]
+    hidden_memory_ids: list[str]
+    actor: str
+    reason: str
+    created_at: datetime
+
+
+class ProfileVersionsOut(BodyOut):
+    user_id: str
+    versions: list[ProfileVersionOut]

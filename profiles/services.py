@@ -8,6 +8,7 @@ memories they left out are kept by every rebuild until they edit the profile aga
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,7 +20,7 @@ from django.db.models import Q
 from common.errors import Invalid
 from common.queue import publish
 from common.redis import redis_client
-from memories.models import Project, Scope
+from memories.models import Memory, Project, Scope
 from memories.selectors import memories_live
 from profiles.builder import Built, Candidate, build
 from profiles.models import Profile, ProfileVersion
@@ -97,6 +98,7 @@ def profile_edit(
         raise Invalid(
             f"at most {MAX_PINNED} pinned facts of {MAX_PINNED_CHARS} characters each", code="invalid_profile"
         )
+    _check_hidden(project=project, user_id=user_id, hidden=hidden)
     with transaction.atomic(durable=True):
         profile = Profile.objects.select_for_update().filter(project=project, user_id=user_id).first()
         built = profile_build(project=project, user_id=user_id, pinned=pinned, hidden=hidden)
@@ -107,6 +109,33 @@ def profile_edit(
             profile, built, project=project, user_id=user_id, actor=actor, reason=reason or "edited", force=True
         )
     return saved
+
+
+def _check_hidden(*, project: Project, user_id: str, hidden: Sequence[str]) -> None:
+    """Every memory left out is one the profile could rest on: the user's own or a shared one of
+    the project. Another user's id is refused as an unknown one is: nothing says it exists."""
+    ids = set(hidden)
+    if not ids:
+        return
+    valid = set()
+    for value in ids:
+        try:
+            valid.add(uuid.UUID(value))
+        except ValueError:
+            continue
+    found = {
+        str(pk)
+        for pk in Memory.objects.filter(project=project, pk__in=valid)
+        .filter(Q(scope=Scope.USER, user_id=user_id) | Q(scope=Scope.PROJECT))
+        .values_list("pk", flat=True)
+    }
+    unknown = sorted(i for i in ids if i not in found)
+    if unknown:
+        raise Invalid(
+            f"not a memory of user {user_id!r}: {', '.join(unknown[:5])}",
+            code="invalid_profile",
+            details={"unknown_memory_ids": unknown},
+        )
 
 
 def _save(
@@ -171,4 +200,6 @@ def profile_as_dict(profile: Profile) -> dict[str, Any]:
         "version": profile.version,
         "token_count": profile.token_count,
         "updated_at": profile.updated_at,
+        "pinned": list(profile.pinned),
+        "hidden_memory_ids": list(profile.hidden_memory_ids),
     }

@@ -17,7 +17,17 @@ from memoryhub_client import (
     Unauthorized,
     ValidationError,
 )
-from memoryhub_client.models import CaptureJob, Consolidation, ConsolidationCounts, ImportResult, Memory, decode
+from memoryhub_client.models import (
+    CaptureJob,
+    Consolidation,
+    ConsolidationCounts,
+    ImportResult,
+    Memory,
+    Profile,
+    ProfileVersion,
+    ProfileVersions,
+    decode,
+)
 
 from consolidation import services as consolidation_services
 from memories.models import CapturePolicy, Project
@@ -186,3 +196,21 @@ def test_no_server_is_a_transport_error_not_an_httpx_one():
         with MemoryHub(base_url=f"http://127.0.0.1:{port}", api_key="k") as hub, pytest.raises(TransportError) as error:
             hub.health()
     assert (error.value.status, error.value.code) == (0, "transport_error")
+
+
+def test_a_profile_is_edited_and_its_versions_read_back_typed(hub: MemoryHub, project):
+    paris = remember(project, "Alice lives in Paris.")
+    remember(project, "Alice is vegan.")
+    built = hub.rebuild_profile(user_id="alice")
+    edited = hub.edit_profile(user_id="alice", pinned=["Call her Ali."], hidden_memory_ids=[str(paris.pk)])
+    assert isinstance(edited, Profile) and edited.version == built.version + 1
+    assert (edited.pinned, edited.hidden_memory_ids) == (["Call her Ali."], [str(paris.pk)])
+    assert edited.facts[0].pinned and "Paris" not in edited.text
+    # A field left out keeps its value.
+    assert hub.edit_profile(user_id="alice", reason="checked").pinned == ["Call her Ali."]
+    history = hub.profile_versions(user_id="alice", limit=2)
+    assert isinstance(history, ProfileVersions) and history.user_id == "alice"
+    assert [v.version for v in history.versions] == [edited.version + 1, edited.version]
+    assert isinstance(history.versions[0], ProfileVersion) and history.versions[0].reason == "checked"
+    with pytest.raises(ValidationError):
+        hub.edit_profile(user_id="alice", hidden_memory_ids=["not-a-memory"])

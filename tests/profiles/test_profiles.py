@@ -96,7 +96,16 @@ def test_get_profile_answers_200_404_and_422(api, make_memory, alice):
     answer = api.get(f"/users/{alice}/profile")
     assert answer.status_code == 200
     body = answer.json()
-    assert set(body) == {"user_id", "text", "facts", "version", "token_count", "updated_at"}
+    assert set(body) == {
+        "user_id",
+        "text",
+        "facts",
+        "version",
+        "token_count",
+        "updated_at",
+        "pinned",
+        "hidden_memory_ids",
+    }
     assert body["facts"][0]["text"] == "Alice is vegan." and body["version"] == 1
     assert api.get(f"/users/{'x' * 256}/profile").status_code == 422
 
@@ -106,6 +115,45 @@ def test_rebuild_on_request_answers_the_profile(api, make_memory, alice):
     make_memory(content="Alice is vegan.")
     answer = api.post(f"/users/{alice}/profile/rebuild", {})
     assert (answer.status_code, answer.json()["text"]) == (200, "- Alice is vegan.")
+
+
+def test_a_profile_is_edited_through_the_api_and_each_edit_is_a_version(api, make_memory, alice):
+    wrong = make_memory(content="Alice lives in Paris.")
+    make_memory(content="Alice is vegan.")
+    rebuild(api)
+    answer = api.patch(
+        f"/users/{alice}/profile", {"pinned": ["Call her Ali."], "hidden_memory_ids": [wrong["id"]], "reason": "moved"}
+    )
+    assert answer.status_code == 200, answer.content
+    body = answer.json()
+    assert body["text"].splitlines() == ["- Call her Ali.", "- Alice is vegan."]
+    assert (body["pinned"], body["hidden_memory_ids"], body["version"]) == (["Call her Ali."], [wrong["id"]], 2)
+    # A field left out keeps its value; the edit survives the next rebuild.
+    assert api.patch(f"/users/{alice}/profile", {"pinned": []}).json()["hidden_memory_ids"] == [wrong["id"]]
+    make_memory(content="Alice works as a pilot.")
+    assert "Paris" not in rebuild(api).text
+    versions = api.get(f"/users/{alice}/profile/versions").json()["versions"]
+    assert [v["version"] for v in versions] == [4, 3, 2, 1]
+    assert (versions[2]["reason"], versions[2]["pinned"], versions[2]["actor"].startswith("api_key:")) == (
+        "moved",
+        ["Call her Ali."],
+        True,
+    )
+
+
+def test_a_profile_edit_refuses_another_users_memory_and_changes_nothing(api, other_api, make_memory, alice, mallory):
+    make_memory(user_id=alice, content="Alice is vegan.")
+    theirs = make_memory(user_id=mallory, content="Mallory lives in Oslo.")
+    before = rebuild(api, alice)
+    for hidden in ([theirs["id"]], ["not-a-uuid"]):
+        answer = api.patch(f"/users/{alice}/profile", {"hidden_memory_ids": hidden})
+        assert answer.status_code == 422
+        assert answer.json()["error"]["code"] == "invalid_profile"
+    assert api.patch(f"/users/{alice}/profile", {"pinned": ["x" * 501]}).status_code == 422
+    assert api.patch(f"/users/{alice}/profile", {"pinnned": ["typo"]}).status_code == 422
+    after = Profile.objects.get(project=api.project, user_id=alice)
+    assert (after.version, after.pinned, after.hidden_memory_ids) == (before.version, [], [])
+    assert other_api.get(f"/users/{alice}/profile/versions").status_code == 404
 
 
 def test_a_memory_change_queues_one_debounced_rebuild(

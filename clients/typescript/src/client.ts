@@ -107,6 +107,8 @@ export const METHODS: Readonly<Record<string, OperationId>> = {
   eraseUser: "memoryhub_api_erase_user",
   getProfile: "profiles_api_get_profile",
   rebuildProfile: "profiles_api_rebuild_profile",
+  editProfile: "profiles_api_edit_profile",
+  profileVersions: "profiles_api_profile_versions",
   consolidate: "consolidation_api_consolidate",
   consolidation: "consolidation_api_consolidation",
 };
@@ -296,6 +298,16 @@ export class MemoryHub {
   /** Rebuild the user's profile from their active memories now. */
   rebuildProfile(userId: string) {
     return this.call("profiles_api_rebuild_profile", { path: { user_id: userId } });
+  }
+
+  /** Pin facts written by hand and leave memories out; a field left out keeps its value. */
+  editProfile(userId: string, body: BodyOf<"profiles_api_edit_profile">) {
+    return this.call("profiles_api_edit_profile", { path: { user_id: userId }, body });
+  }
+
+  /** The profile's versions, newest first. */
+  profileVersions(userId: string, limit?: number) {
+    return this.call("profiles_api_profile_versions", { path: { user_id: userId }, query: { limit } });
   }
 
   private url(template: string, path: Record<string, unknown> | undefined, query: unknown): string {

@@ -29,6 +29,8 @@ __all__ = [
     "PayloadTooLarge",
     "Profile",
     "ProfileFact",
+    "ProfileVersion",
+    "ProfileVersions",
     "QueryMemoryResult",
     "RateLimited",
     "RetrieveResult",
@@ -75,6 +77,8 @@ if TYPE_CHECKING:
         MemoryWrite,
         Profile,
         ProfileFact,
+        ProfileVersion,
+        ProfileVersions,
         QueryMemoryResult,
         RetrievedMemory,
         RetrieveResult,
@@ -99,8 +103,8 @@ _HOMES = {
     **dict.fromkeys(
         (
             "CaptureJob", "Consolidation", "Episode", "History", "JobAccepted", "Link", "Memory", "MemoryPage",
-            "MemoryWrite", "Profile", "ProfileFact", "QueryMemoryResult", "RetrievedMemory", "RetrieveResult",
-            "ScratchpadEntry",
+            "MemoryWrite", "Profile", "ProfileFact", "ProfileVersion", "ProfileVersions", "QueryMemoryResult",
+            "RetrievedMemory", "RetrieveResult", "ScratchpadEntry",
         ),
         "models",
     ),

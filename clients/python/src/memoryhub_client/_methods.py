@@ -26,6 +26,7 @@ from memoryhub_client.models import (
     MemoryPage,
     MemoryWrite,
     Profile,
+    ProfileVersions,
     QueryMemoryResult,
     RetrieveResult,
     ScratchpadEntry,
@@ -257,6 +258,24 @@ class Methods:
     def rebuild_profile(self, *, user_id: str) -> Call[Profile]:
         """Rebuild the user's profile from their active memories now, and answer it."""
         return prepare("rebuild_profile", locals())
+
+    @endpoint
+    def edit_profile(
+        self,
+        *,
+        user_id: str,
+        pinned: list[str] | None = None,
+        hidden_memory_ids: list[str] | None = None,
+        reason: str | None = None,
+    ) -> Call[Profile]:
+        """Pin facts written by hand (always first) and leave memories out; a field left out keeps
+        its value. Every edit is a new version, and both survive rebuilds until the next edit."""
+        return prepare("edit_profile", locals())
+
+    @endpoint
+    def profile_versions(self, *, user_id: str, limit: int | None = None) -> Call[ProfileVersions]:
+        """The profile's versions, newest first."""
+        return prepare("profile_versions", locals())
 
     @endpoint
     def erase_user(self, *, user_id: str) -> Call[Erasure]:

@@ -306,6 +306,29 @@ class Profile:
     version: int
     token_count: int
     updated_at: datetime
+    pinned: list[str]
+    hidden_memory_ids: list[str]
+
+
+@dataclass(frozen=True)
+class ProfileVersion:
+    """One version of a profile: what it held, who made it and why."""
+
+    version: int
+    text: str
+    pinned: list[str]
+    hidden_memory_ids: list[str]
+    actor: str
+    reason: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class ProfileVersions:
+    """A profile's versions, newest first."""
+
+    user_id: str
+    versions: list[ProfileVersion]
 
 
 @dataclass(frozen=True)

@@ -134,6 +134,12 @@ OPERATIONS: dict[str, Operation] = {
     "consolidation": Operation("GET", "/consolidations/{job_id}", query=("user_id",), response=models.Consolidation),
     "get_profile": Operation("GET", "/users/{user_id}/profile", response=models.Profile),
     "rebuild_profile": Operation("POST", "/users/{user_id}/profile/rebuild", response=models.Profile),
+    "edit_profile": Operation(
+        "PATCH", "/users/{user_id}/profile", body=("pinned", "hidden_memory_ids", "reason"), response=models.Profile
+    ),
+    "profile_versions": Operation(
+        "GET", "/users/{user_id}/profile/versions", query=("limit",), response=models.ProfileVersions
+    ),
 }
 
 # Operations of the API the client leaves out on purpose, with why. The contract check fails
