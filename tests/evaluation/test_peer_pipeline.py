@@ -52,8 +52,8 @@ def test_the_peer_is_scored_from_the_turn_ids_it_stored() -> None:
             return []
         evidence = sorted(question.evidence)[0]
         return [
-            {"id": "x", "memory": "unrelated small talk", "score": 0.9, "correlation_id": "p01:0:0"},
-            {"id": "y", "memory": " ".join(question.answers), "score": 0.5, "correlation_id": evidence},
+            {"id": "x", "memory": "unrelated small talk", "score": 0.9, "turns": ["p01:0:0"]},
+            {"id": "y", "memory": " ".join(question.answers), "score": 0.5, "turns": [evidence]},
         ]
 
     output = _fake_output(plan, hits)
@@ -78,8 +78,8 @@ def test_a_question_asked_of_two_users_merges_their_hits_by_score() -> None:
         if q is not question:
             return []
         if user == "other":
-            return [{"id": f"o{i}", "memory": "noise", "score": 0.8, "correlation_id": "p01:0:0"} for i in range(10)]
-        return [{"id": "e", "memory": "the answer", "score": 0.7, "correlation_id": evidence}]
+            return [{"id": f"o{i}", "memory": "noise", "score": 0.8, "turns": ["p01:0:0"]} for i in range(10)]
+        return [{"id": "e", "memory": "the answer", "score": 0.7, "turns": [evidence]}]
 
     results = peer_results(_fake_output(plan, hits), plan, 0.1)
     items = results[0]["items"]

@@ -242,6 +242,10 @@ class Command(BaseCommand):
             workdir=home / "peer-pipeline",
             thresholds=thresholds,
             log=self.stderr.write,
+            llm={"base_url": options["llm_url"], "model": options["llm_model"] or "local"}
+            if options["llm_url"]
+            else None,
+            timeout=6 * 3600,
         )
         wall = round(time.monotonic() - started, 1)
         jobs = peer_jobs(output, plan)
@@ -257,7 +261,7 @@ class Command(BaseCommand):
                 "peer_store": output["store"],
                 "peer_threshold": threshold,
                 "peer_network_attempts": output["network_attempts"],
-                "extractor": f"mem0 infer=False, search threshold {threshold}",
+                "extractor": f"{output.get('extractor', 'mem0 infer=False')}, search threshold {threshold}",
                 "machine": machine.summary(machine.describe()),
                 "wall_seconds": wall,
             }
