@@ -66,7 +66,7 @@ FAMILY = (
     rf"bab(?:y|ies)|newborn|toddler|{PETS})"
 )
 # People the user names outside the family: "my colleague june co-presented".
-_ACQUAINTANCES = (
+ACQUAINTANCES = (
     r"(?:colleague|co-?worker|manager|boss|teammate|mentor|(?:best\s+)?friend|therapist|doctor|neighbou?r|flatmate|"
     r"roommate|landlord|cofounder|co-founder)"
 )
@@ -337,7 +337,7 @@ RULES: Rules = (
         _template("the user's {rest}"),
         r"^(?P<rest>(?:mom|mum|dad|grandma|grandpa|granny|nan|nana)(?:'s)?\s+(?!is\b|are\b|and\b|or\b)[a-z][\w'-]*\s.+)",
     ),
-    *_rules(_USER_FACT, _whole, rf"^my\s+(?P<rest>{_ACQUAINTANCES}(?:\s+[a-z][\w'-]*)?\s+(?!is\b|are\b|'s\b).+)"),
+    *_rules(_USER_FACT, _whole, rf"^my\s+(?P<rest>{ACQUAINTANCES}(?:\s+[a-z][\w'-]*)?\s+(?!is\b|are\b|'s\b).+)"),
     *_rules(
         _PERSONAL,
         _template("the user's family has {rest}"),

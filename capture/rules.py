@@ -187,6 +187,23 @@ _IT_NAMES = re.compile(
     r"podcast|newsletter|shop|restaurant|cafe|bakery|boat|car|van)\b",
     table.ICASE,
 )
+# "my sister nora is visiting", "my mate dev is coming now", "my dog rocco ate a sock": someone
+# close named in passing, between the relation and what they do. The word after the name must be
+# a verb (or "'s"), and the name no word of the sentence's own grammar.
+_APPOSITIVE = re.compile(
+    rf"\bmy\s+(?:(?:little|big|older|younger|baby|best|new|old)\s+)?(?P<who>{table.FAMILY}|{table.ACQUAINTANCES}|mate|buddy|pal)\s+"
+    r"(?P<name>[a-z][a-z-]{1,19})(?:'s\b|\s+(?:is|was|has|had|wants|wanted|said|says|got|gets|loves|likes|hates|"
+    r"thinks|thought|starts|started|turns|turned|moved|lives|lived|works|worked|came|comes|went|goes|ate|broke|"
+    r"made|makes|took|takes|called|texted|asked|told|found|just|finally|also|still|and\s+i)\b)",
+    table.ICASE,
+)
+_GRAMMAR_WORDS = (
+    "is was has had got gets just really also finally always never still actually literally basically totally "
+    "probably already and who which that said says wants loves likes thinks lives works moved started turned "
+    "came went made took found told asked the a an this that my his her their our is are be been being "
+    "will would can could should might must do does did not no so too very"
+)
+_NOT_NAMES = frozenset(_GRAMMAR_WORDS.split())
 # How far back in the window (characters) "she" and "he" look for whom they name.
 _EARLIER_CHARS = 600
 # "she's a yoga teacher in brighton", "he's from palermo originally": a statement about the one
@@ -231,6 +248,23 @@ def _names(text: str, found: Sequence[ProposedMemory], *, earlier: str = "") -> 
                 importance=0.6,
                 confidence=0.7,
                 reason="The user named someone close to them.",
+                evidence=clip(text, 200),
+            )
+        )
+    for match in _APPOSITIVE.finditer(text):
+        name, who = match["name"], match["who"].lower()
+        if name.lower() in _NOT_NAMES or any(
+            re.search(rf"\b{re.escape(name)}\b", p.content, table.ICASE) for p in [*found, *named]
+        ):
+            continue
+        named.append(
+            ProposedMemory(
+                content=f"The user's {who} is called {name[0].upper()}{name[1:]}.",
+                kind="fact",
+                category="user-facts",
+                importance=0.6,
+                confidence=0.65,
+                reason="The user named someone close to them in passing.",
                 evidence=clip(text, 200),
             )
         )

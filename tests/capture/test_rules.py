@@ -793,6 +793,16 @@ def test_she_and_he_name_the_one_spoken_of_earlier_in_the_window() -> None:
     assert dad.content == "The user's dad is from palermo originally."
 
 
+def test_someone_close_named_in_passing_is_remembered_by_name() -> None:
+    found = [m.content for m in extract_from_window(_said("ugh my sister nora is visiting this weekend, pizza again"))]
+    assert "The user's sister is called Nora." in found
+    found = [m.content for m in extract_from_window(_said("lol my dog rocco ate a sock, the vet bill was 800 quid"))]
+    assert "The user's dog is called Rocco." in found
+    # A verb or an adverb after the relation is no name.
+    for text in ("my sister got married last year", "my brother just moved to leeds", "my son loves football"):
+        assert not any("called" in m.content for m in extract_from_window(_said(text))), text
+
+
 def test_she_never_names_a_husband_nor_he_a_sister() -> None:
     window = _said("my husband omar is painting the nursery") + _said("she's a natural at it")
     assert not any("husband is" in m.content for m in extract_from_window(window))
