@@ -26,7 +26,6 @@ HARD_MIN_COSINE = 0.70
 MAX_PAIRS = 40
 BATCH = 20
 CONFIDENCE = 0.75
-TIMEOUT_S = 30.0
 DECISIONS = ("merge", "supersede", "keep_both")
 
 PROMPT = """You maintain the long-term memory of one person. Each numbered pair holds two memories
@@ -85,7 +84,7 @@ def decide(pairs: Sequence[tuple[str, str]]) -> list[str]:
             reply = complete(
                 [{"role": "system", "content": PROMPT}, {"role": "user", "content": listed}],
                 model=settings.MEMORYHUB_LLM_MODEL,
-                timeout=TIMEOUT_S,
+                timeout=settings.MEMORYHUB_CAPTURE_LLM_TIMEOUT,
                 max_tokens=40 * len(batch) + 50,
                 json_schema=SCHEMA,
                 schema_name="verdicts",

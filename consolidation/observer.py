@@ -38,7 +38,6 @@ MAX_GROUPS = 10
 BATCH = 5
 MIN_CITED = 2
 STATEMENT_MAX_CHARS = 400
-TIMEOUT_S = 30.0
 PROMPT_PATH = Path(__file__).parent / "prompts" / "observation.md"
 
 SCHEMA: dict[str, Any] = {
@@ -134,7 +133,7 @@ def propose(chosen: Sequence[Group], contents: Mapping[str, str]) -> list[Propos
             reply = complete(
                 [{"role": "system", "content": prompt()}, {"role": "user", "content": listed}],
                 model=settings.MEMORYHUB_LLM_MODEL,
-                timeout=TIMEOUT_S,
+                timeout=settings.MEMORYHUB_CAPTURE_LLM_TIMEOUT,
                 max_tokens=120 * len(batch) + 50,
                 json_schema=SCHEMA,
                 schema_name="observations",

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import string
 import time
 from collections import Counter
@@ -30,7 +31,7 @@ import numpy as np
 from django.utils import timezone
 
 from consolidation import reader, rules, services, vectors
-from consolidation.models import ConsolidationAction, ConsolidationRun, ConsolidationState
+from consolidation.models import ConsolidationAction, ConsolidationObservation, ConsolidationRun, ConsolidationState
 from evaluation import machine
 from memories import services as memory_services
 from memories.models import Memory, Project
@@ -359,3 +360,49 @@ def remove_user(*, project: Project, user_id: str) -> None:
     memories = Memory.objects.filter(project=project, user_id=user_id)
     memories.update(supersedes=None)
     memories.delete()
+
+
+def _stems(text: str) -> set[str]:
+    return {word[:5] for word in re.findall(r"[a-z]+", text.lower()) if len(word) >= 4}
+
+
+EVERYDAY_MEMORIES = Path(__file__).parent / "data" / "everyday_memories.jsonl"
+
+
+def observation_figures(*, project: Project, path: Path = EVERYDAY_MEMORIES) -> dict[str, Any]:
+    """With an LLM configured: each user of ``path`` (their own memories, as written) stored in
+    ``project``, one run each, and every observation it proposed with the memories it cites.
+
+    ``grounded`` is the share of an observation's words (four letters or more, compared by their
+    first five) found in the memories it cites: a word in none of them was added by the model.
+    Reading them is the other half.
+    """
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    by_user: dict[str, list[str]] = {}
+    for row in rows:
+        if row.get("scope", "user") == "user":
+            by_user.setdefault(row["user_id"], []).append(row["content"])
+    runs = []
+    for user_id, contents in sorted(by_user.items()):
+        _store(project, user_id, contents, days_ago=1)
+        runs.append({"user_id": user_id, "memories": len(contents), **_timed_run(project, user_id)})
+    observations: list[dict[str, Any]] = []
+    shares: list[float] = []
+    for proposal in ConsolidationObservation.objects.filter(project=project).order_by("user_id", "created_at"):
+        cited = list(Memory.objects.filter(pk__in=proposal.cited).values_list("content", flat=True))
+        words, cited_words = _stems(proposal.content), _stems(" ".join(cited))
+        grounded = len(words & cited_words) / len(words) if words else 0.0
+        shares.append(grounded)
+        observations.append(
+            {"user_id": proposal.user_id, "content": proposal.content, "cited": cited, "grounded": round(grounded, 3)}
+        )
+    return {
+        "machine": machine.summary(machine.describe()),
+        "users": len(by_user),
+        "memories": sum(len(c) for c in by_user.values()),
+        "runs": runs,
+        "observations": observations,
+        "cited_mean": round(float(np.mean([len(o["cited"]) for o in observations])), 2) if observations else None,
+        "grounded_mean": round(float(np.mean(shares)), 3) if shares else None,
+        "grounded_min": round(min(shares), 3) if shares else None,
+    }

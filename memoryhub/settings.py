@@ -362,7 +362,10 @@ MEMORYHUB_CAPTURE_MAX_ATTEMPTS = env.integer(
     "MEMORYHUB_CAPTURE_MAX_ATTEMPTS", 3, "LLM attempts per capture job before `failed`", minimum=1
 )
 MEMORYHUB_CAPTURE_LLM_TIMEOUT = env.number(
-    "MEMORYHUB_CAPTURE_LLM_TIMEOUT", 60.0, "seconds for one classifier call", minimum=0
+    "MEMORYHUB_CAPTURE_LLM_TIMEOUT",
+    60.0,
+    "seconds for one LLM call of the worker (capture's classifier, consolidation's judge and observer)",
+    minimum=0,
 )
 MEMORYHUB_CAPTURE_RETRY_SECONDS = env.number(
     "MEMORYHUB_CAPTURE_RETRY_SECONDS", 10.0, "first back-off of a failed capture job (doubles per attempt)", minimum=0

@@ -7,9 +7,10 @@ import json
 from collections import Counter
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from evaluation import consolidation as evaluation
+from tests.consolidation.test_observations import WORK, observer_reply
 
 PAIRS = "evaluation/data/consolidation/pairs.jsonl"
 
@@ -78,3 +79,27 @@ def test_the_command_prints_both_splits(capsys, tmp_path):
     assert "dev " in printed and "heldout " in printed
     report = json.loads((tmp_path / "consolidation.json").read_text())
     assert set(report["splits"]) == {"dev", "heldout"} and len(report["pairs"]) >= 60
+
+
+@pytest.mark.django_db
+def test_the_observations_measure_lists_each_with_what_it_cites_and_how_grounded(
+    project, tmp_path, settings, fake_openai
+):
+    settings.MEMORYHUB_LLM_BASE_URL, settings.OPENAI_API_KEY = fake_openai.base_url, "test-key"
+    # The model adds one word the memories never said: "Spark".
+    fake_openai.default_chat = observer_reply("The user is a data engineer using Python, SQL, Airflow and Spark.")
+    path = tmp_path / "memories.jsonl"
+    rows = [{"user_id": "u-ana", "content": text, "scope": "user"} for text in WORK]
+    rows.append({"user_id": "u-ana", "content": "Pull requests stay small.", "scope": "project"})
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    figures = evaluation.observation_figures(project=project, path=path)
+    assert (figures["users"], figures["memories"], figures["runs"][0]["status"]) == (1, len(WORK), "done")
+    [observation] = figures["observations"]
+    assert len(observation["cited"]) >= 3 and set(observation["cited"]) <= set(WORK)
+    assert 0.5 < observation["grounded"] < 1.0
+
+
+def test_the_observations_measure_needs_an_llm(settings, tmp_path):
+    settings.MEMORYHUB_LLM_BASE_URL, settings.OPENAI_API_KEY = "", ""
+    with pytest.raises(CommandError, match="need an LLM"):
+        call_command("eval_consolidation", "--observations", "--report-dir", str(tmp_path))

@@ -5,6 +5,8 @@ Without options: every pair of ``evaluation/data/consolidation/pairs.jsonl`` jud
 and ``heldout`` splits separately (a wrong merge counts double), and the dev pairs it got wrong.
 ``--throughput``: a synthetic end user of ``--memories`` memories in a project of its own, a full
 run, then an incremental run after ``--new`` more, in one sitting (docs/adr/0095-consolidation-measured.md).
+``--observations`` (an LLM configured): the observations one run per user of the everyday set proposes,
+each with the memories it cites, to read (``consolidation-observations.json``).
 Writes the figures to ``<report-dir>/consolidation.json`` (and ``consolidation-throughput.json``).
 """
 
@@ -14,10 +16,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from evaluation import consolidation as evaluation
 from memories import tenancy
+from memories.models import CapturePolicy, Project
+from retrieval.llm import llm_configured
 
 
 class Command(BaseCommand):
@@ -32,12 +36,20 @@ class Command(BaseCommand):
         parser.add_argument("--memories", type=int, default=10_000, help="the synthetic user's memories")
         parser.add_argument("--new", type=int, default=50, help="memories added before the incremental run")
         parser.add_argument("--keep", action="store_true", help="keep the synthetic user for inspection")
+        parser.add_argument(
+            "--observations",
+            action="store_true",
+            help="with an LLM configured: the observations runs propose for the everyday set's users",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         report_dir = Path(options["report_dir"])
         report_dir.mkdir(parents=True, exist_ok=True)
         if options["throughput"]:
             self._throughput(options, report_dir)
+            return
+        if options["observations"]:
+            self._observations(report_dir)
             return
         report = evaluation.evaluate_pairs(evaluation.load_pairs(options["pairs"]))
         (report_dir / "consolidation.json").write_text(json.dumps(report, indent=2, ensure_ascii=False))
@@ -57,6 +69,28 @@ class Command(BaseCommand):
                 f"{pair['older']!r} / {pair['newer']!r}"
             )
         self.stdout.write(f"\nreport: {report_dir / 'consolidation.json'}")
+
+    def _observations(self, report_dir: Path) -> None:
+        if not llm_configured():
+            raise CommandError("observations need an LLM: set MEMORYHUB_LLM_BASE_URL (make run-llm) or OPENAI_API_KEY")
+        project = tenancy.project_get_or_create(slug="eval-observations", team_slug="eval-observations")
+        Project.objects.filter(pk=project.pk).update(capture_policy=CapturePolicy.REVIEW)
+        project.refresh_from_db()
+        figures = evaluation.observation_figures(project=project)
+        (report_dir / "consolidation-observations.json").write_text(json.dumps(figures, indent=2, default=str))
+        for run in figures["runs"]:
+            self.stdout.write(f"{run['user_id']}: {run['memories']} memories, {run['seconds']} s, {run['status']}")
+        for observation in figures["observations"]:
+            self.stdout.write(
+                f"\n[{observation['user_id']}] {observation['content']}  (grounded {observation['grounded']})"
+            )
+            for text in observation["cited"]:
+                self.stdout.write(f"    cites: {text}")
+        self.stdout.write(
+            f"\n{len(figures['observations'])} observations from {figures['memories']} memories of {figures['users']} "
+            f"users; cites {figures['cited_mean']} memories on average; grounded mean {figures['grounded_mean']}, "
+            f"min {figures['grounded_min']}"
+        )
 
     def _throughput(self, options: dict[str, Any], report_dir: Path) -> None:
         project = tenancy.project_get_or_create(slug="eval-consolidation", team_slug="eval-consolidation")
