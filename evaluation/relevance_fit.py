@@ -75,7 +75,11 @@ class Figures:
             "precision": self.precision,
         }
         return float(
-            sum(max(0.0, target - figures[name]) for name, target in TARGETS.items() if not np.isnan(figures[name]))
+            sum(
+                SHORTFALL_WEIGHTS[name] * max(0.0, target - figures[name])
+                for name, target in TARGETS.items()
+                if not np.isnan(figures[name])
+            )
         )
 
 

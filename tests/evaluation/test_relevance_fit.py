@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from evaluation.relevance_fit import fit_logistic
+from evaluation.relevance_fit import Figures, fit_logistic
 
 
 def test_fit_logistic_recovers_the_weights_that_generated_the_labels() -> None:
@@ -35,3 +35,13 @@ def test_fit_logistic_rejects_bad_training_data() -> None:
         fit_logistic(np.zeros((2, 1)), np.array([0.0, 2.0]))
     with pytest.raises(ValueError, match="finite"):
         fit_logistic(np.array([[math.nan]]), np.array([1.0]))
+
+
+def test_a_missed_answer_counts_twice_in_the_shortfall() -> None:
+    short_of_recall = Figures(recall_at_5=0.8, negatives_empty=0.8, precision=0.7, answered=10, negatives=5)
+    short_of_empty = Figures(recall_at_5=0.9, negatives_empty=0.7, precision=0.7, answered=10, negatives=5)
+    assert short_of_recall.shortfall() == pytest.approx(0.2)
+    assert short_of_empty.shortfall() == pytest.approx(0.1)
+    assert (
+        Figures(recall_at_5=0.95, negatives_empty=float("nan"), precision=0.8, answered=1, negatives=0).shortfall() == 0
+    )
