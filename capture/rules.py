@@ -231,31 +231,16 @@ def _named_one(pronoun: str, context: str) -> str | None:
 def _names(text: str, found: Sequence[ProposedMemory], *, earlier: str = "") -> list[ProposedMemory]:
     """ "we adopted a greyhound! her name is pixel", "my sister got me into it" ... "she's a yoga
     teacher, her name's katya": the name of the one just spoken of (in this message or the user's
-    earlier ones in the window), and what a sentence starting with "she"/"he" says of them."""
-    named = []
-    for match in _NAMED.finditer(text):
-        name = match["name"]
-        pronoun = match.group().split()[0].lower().split("'")[0]
-        who = _named_one(pronoun, f"{earlier} {text[: match.start()]}")
-        if who is None or any(re.search(rf"\b{re.escape(name)}\b", p.content, table.ICASE) for p in found):
-            continue
-        content = f"The user's {who} is called {name[0].upper()}{name[1:]}."
-        named.append(
-            ProposedMemory(
-                content=content,
-                kind="fact",
-                category="user-facts",
-                importance=0.6,
-                confidence=0.7,
-                reason="The user named someone close to them.",
-                evidence=clip(text, 200),
-            )
-        )
-    for match in _APPOSITIVE.finditer(text):
-        name, who = match["name"], match["who"].lower()
-        if name.lower() in _NOT_NAMES or any(
-            re.search(rf"\b{re.escape(name)}\b", p.content, table.ICASE) for p in [*found, *named]
-        ):
+    earlier ones in the window), a name said in passing ("my sister nora is visiting"), and what a
+    sentence starting with "she"/"he" says of them."""
+    named: list[ProposedMemory] = []
+    pairs = [
+        (_named_one(m.group().split()[0].lower().split("'")[0], f"{earlier} {text[: m.start()]}"), m["name"])
+        for m in _NAMED.finditer(text)
+    ]
+    pairs += [(m["who"].lower(), m["name"]) for m in _APPOSITIVE.finditer(text) if m["name"].lower() not in _NOT_NAMES]
+    for who, name in pairs:
+        if who is None or any(re.search(rf"\b{re.escape(name)}\b", p.content, table.ICASE) for p in [*found, *named]):
             continue
         named.append(
             ProposedMemory(
@@ -263,8 +248,8 @@ def _names(text: str, found: Sequence[ProposedMemory], *, earlier: str = "") -> 
                 kind="fact",
                 category="user-facts",
                 importance=0.6,
-                confidence=0.65,
-                reason="The user named someone close to them in passing.",
+                confidence=0.7,
+                reason="The user named someone close to them.",
                 evidence=clip(text, 200),
             )
         )
