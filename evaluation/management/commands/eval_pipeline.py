@@ -57,6 +57,7 @@ from evaluation.pipeline import JobRecord, Plan, ask_all, capture_all, locomo_pl
 from evaluation.pipeline_scores import aggregate, details, score_question, summarize, table
 from memories import tenancy
 from memories.models import EmbeddingStatus, Memory
+from serving import local_llm
 
 
 class _Service(Service):
@@ -144,6 +145,11 @@ class Command(BaseCommand):
             worker_env["MEMORYHUB_LLM_BASE_URL"] = options["llm_url"]
             if options["llm_model"]:
                 worker_env["MEMORYHUB_LLM_MODEL"] = options["llm_model"]
+            # As docs/guide.md sets it for the local model: a classification on two cores takes
+            # longer than the default allows.
+            worker_env["MEMORYHUB_CAPTURE_LLM_TIMEOUT"] = os.environ.get(
+                "MEMORYHUB_CAPTURE_LLM_TIMEOUT", str(local_llm.CAPTURE_TIMEOUT_S)
+            )
         call_command("migrate", interactive=False, verbosity=0)
         # Projects of their own per run: nothing from an earlier run competes in retrieval. One per
         # person (or conversation) unless --shared-project: these people are not one team, and a
