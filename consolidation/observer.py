@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,12 @@ GROUP_MAX = 6
 MAX_GROUPS = 10
 BATCH = 5
 MIN_CITED = 2
+# More than half of an observation's words must come from the memories it cites. A small model
+# asked to draw a statement from "takes allopurinol" and "gets seasick" writes "his dose is
+# consistent with his training for a marathon": words nobody said. Read on the everyday set
+# (docs/benchmarks.md, Consolidation), every statement a reader judged unsupported was at 0.5
+# or under, and 6 of the 7 fully supported ones above.
+MIN_GROUNDED = 0.5
 STATEMENT_MAX_CHARS = 400
 PROMPT_PATH = Path(__file__).parent / "prompts" / "observation.md"
 
@@ -148,7 +155,8 @@ def propose(chosen: Sequence[Group], contents: Mapping[str, str]) -> list[Propos
 def parse(reply: str, batch: Sequence[Sequence[str]], contents: Mapping[str, str]) -> list[Proposal]:
     """The usable statements of one answer about ``batch`` (each group's memory ids in the order
     they were numbered): JSON found wherever it is in the text, one statement per group, citing
-    at least two of the group's memories, saying more than any one of them."""
+    at least two of the group's memories, saying more than any one of them, made mostly of their
+    words (``MIN_GROUNDED``)."""
     items = _items(reply)
     found: dict[int, Proposal] = {}
     for item in items:
@@ -166,8 +174,21 @@ def parse(reply: str, batch: Sequence[Sequence[str]], contents: Mapping[str, str
             continue
         if any(_same(statement, contents.get(memory_id, "")) for memory_id in cited):
             continue  # a restatement of one memory is no observation
+        if grounded(statement, [contents.get(memory_id, "") for memory_id in cited]) <= MIN_GROUNDED:
+            continue
         found[number] = Proposal(statement, cited)
     return [found[number] for number in sorted(found)]
+
+
+def grounded(statement: str, cited: Sequence[str]) -> float:
+    """The share of ``statement``'s words (four letters or more, compared by their first five)
+    found in the ``cited`` memories; 0 for a statement with none."""
+    words, told = _stems(statement), _stems(" ".join(cited))
+    return len(words & told) / len(words) if words else 0.0
+
+
+def _stems(text: str) -> set[str]:
+    return {word[:5] for word in re.findall(r"[a-z]+", text.lower()) if len(word) >= 4}
 
 
 def _items(reply: str) -> list[Any]:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 import string
 import time
 from collections import Counter
@@ -30,7 +29,7 @@ from typing import Any
 import numpy as np
 from django.utils import timezone
 
-from consolidation import reader, rules, services, vectors
+from consolidation import observer, reader, rules, services, vectors
 from consolidation.models import ConsolidationAction, ConsolidationObservation, ConsolidationRun, ConsolidationState
 from evaluation import machine
 from memories import services as memory_services
@@ -362,10 +361,6 @@ def remove_user(*, project: Project, user_id: str) -> None:
     memories.delete()
 
 
-def _stems(text: str) -> set[str]:
-    return {word[:5] for word in re.findall(r"[a-z]+", text.lower()) if len(word) >= 4}
-
-
 EVERYDAY_MEMORIES = Path(__file__).parent / "data" / "everyday_memories.jsonl"
 
 
@@ -373,9 +368,9 @@ def observation_figures(*, project: Project, path: Path = EVERYDAY_MEMORIES) -> 
     """With an LLM configured: each user of ``path`` (their own memories, as written) stored in
     ``project``, one run each, and every observation it proposed with the memories it cites.
 
-    ``grounded`` is the share of an observation's words (four letters or more, compared by their
-    first five) found in the memories it cites: a word in none of them was added by the model.
-    Reading them is the other half.
+    ``grounded`` is ``observer.grounded``: the share of an observation's words found in the
+    memories it cites (a proposed one is above ``observer.MIN_GROUNDED``). Reading them is the
+    other half.
     """
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     by_user: dict[str, list[str]] = {}
@@ -390,8 +385,7 @@ def observation_figures(*, project: Project, path: Path = EVERYDAY_MEMORIES) -> 
     shares: list[float] = []
     for proposal in ConsolidationObservation.objects.filter(project=project).order_by("user_id", "created_at"):
         cited = list(Memory.objects.filter(pk__in=proposal.cited).values_list("content", flat=True))
-        words, cited_words = _stems(proposal.content), _stems(" ".join(cited))
-        grounded = len(words & cited_words) / len(words) if words else 0.0
+        grounded = observer.grounded(proposal.content, cited)
         shares.append(grounded)
         observations.append(
             {"user_id": proposal.user_id, "content": proposal.content, "cited": cited, "grounded": round(grounded, 3)}

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from common.errors import Conflict
-from consolidation import observations
+from consolidation import observations, observer
 from consolidation.models import ActionStatus, ConsolidationObservation, ConsolidationRun
 from memories import lifecycle
 from memories import services as memory_services
@@ -186,6 +186,9 @@ def test_without_an_llm_no_observation_is_proposed(project):
         '{"observations": [{"group": 7, "statement": "The user codes.", "cites": [1, 2]}]}',  # no such group
         '{"observations": [{"group": 1, "statement": "", "cites": [1, 2, 3]}]}',
         '{"observations": "none"}',
+        # Words the memories never said: no observation, however many it cites.
+        '{"observations": [{"group": 1, "statement": "The user is a committed runner preparing for a marathon.", '
+        '"cites": [1, 2, 3]}]}',
         Fault(status=500),
     ],
 )
@@ -229,3 +232,9 @@ def test_running_twice_proposes_nothing_new(project, llm):
     assert len(observer_calls(llm)) == asked
     assert ConsolidationObservation.objects.count() == 1
     assert ConsolidationRun.objects.filter(project=project).count() == 2
+
+
+def test_an_observation_is_grounded_by_the_share_of_its_words_its_memories_hold() -> None:
+    assert observer.grounded(STATEMENT, WORK) > observer.MIN_GROUNDED
+    assert observer.grounded("Ben's dietary habits align with his gout.", WORK) == 0.0
+    assert observer.grounded("", WORK) == 0.0

@@ -42,10 +42,10 @@ def test_groups_are_most_cohesive_first_disjoint_and_bounded():
 
 
 def test_json_is_found_in_prose_and_fences_and_numbers_may_be_quoted():
-    item = '{"group": "1", "statement": " The user  builds data pipelines. ", "cites": ["1", 3, 9]}'
+    item = '{"group": "1", "statement": " A data engineer who  writes SQL daily. ", "cites": ["1", 3, 9]}'
     reply = 'Sure!\n```json\n{"observations": [' + item + "]}\n```"
     [proposal] = observer.parse(reply, BATCH, CONTENTS)
-    assert proposal.statement == "The user builds data pipelines." and proposal.cited == ("a", "c")
+    assert proposal.statement == "A data engineer who writes SQL daily." and proposal.cited == ("a", "c")
 
 
 def test_unusable_items_give_nothing():
@@ -65,8 +65,8 @@ def test_unusable_items_give_nothing():
 
 def test_one_statement_per_group_and_a_cut_off_answer_keeps_its_complete_items():
     reply = (
-        '{"observations": [{"group": 1, "statement": "First.", "cites": [1, 2]},'
-        ' {"group": 1, "statement": "Second.", "cites": [2, 3]}, {"group": 1, "statem'
+        '{"observations": [{"group": 1, "statement": "Data engineer, uses Python.", "cites": [1, 2]},'
+        ' {"group": 1, "statement": "Uses Python, writes SQL.", "cites": [2, 3]}, {"group": 1, "statem'
     )
     [proposal] = observer.parse(reply, BATCH, CONTENTS)
-    assert proposal.statement == "First." and proposal.cited == ("a", "b")
+    assert proposal.statement == "Data engineer, uses Python." and proposal.cited == ("a", "b")
