@@ -10,7 +10,7 @@ SHA-256) and runs llama-cpp-python's OpenAI-compatible server on loopback, which
     python -m serving.local_llm serve [--port N]   # what `make run-llm` runs
     python -m serving.local_llm path               # join the model file and print its path
 
-``running_server()`` starts the same server for the tests marked ``llm`` and benchmarks.
+The tests marked ``llm`` start the same server (``server_command``) on a free port.
 """
 
 from __future__ import annotations
@@ -20,16 +20,9 @@ import hashlib
 import importlib.util
 import os
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.error
-import urllib.request
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -39,7 +32,6 @@ DEFAULT_PORT = 8077
 # The classifier's prompt is about 1,500 tokens with no memories; a long window and a
 # hundred existing memories need more, and llama.cpp allocates the whole context up front.
 CONTEXT_TOKENS = 8192
-READY_TIMEOUT_S = 180.0
 # Seconds to suggest for MEMORYHUB_CAPTURE_LLM_TIMEOUT: below the capture task's 240 s soft limit,
 # above a cold classification on two busy cores (docs/adr/0010-rule-based-extractor-is-the-default.md).
 CAPTURE_TIMEOUT_S = 180
@@ -179,50 +171,6 @@ def server_command(path: Path, *, port: int, model: LocalModel = MODEL, n_thread
 
 def base_url(port: int) -> str:
     return f"http://{HOST}:{port}/v1"
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((HOST, 0))
-        return int(probe.getsockname()[1])
-
-
-def wait_ready(url: str, process: subprocess.Popen[bytes], *, timeout: float = READY_TIMEOUT_S) -> None:
-    """Poll ``GET /v1/models`` until it answers; raise when the server dies or the time runs out."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise LocalModelError(f"the local LLM server exited with status {process.returncode} while starting")
-        try:
-            with urllib.request.urlopen(f"{url}/models", timeout=2) as reply:
-                if reply.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.5)
-    raise LocalModelError(f"the local LLM server did not answer {url}/models within {timeout:g}s")
-
-
-@contextmanager
-def running_server(*, home: Path | None = None, port: int | None = None, log: Path | None = None) -> Iterator[str]:
-    """Start the local server on a free loopback port, yield its base URL, stop it afterwards."""
-    path = model_file(home)
-    port = port or free_port()
-    sink = log.open("ab") if log is not None else subprocess.DEVNULL
-    process = subprocess.Popen(server_command(path, port=port), stdout=sink, stderr=subprocess.STDOUT)
-    try:
-        wait_ready(base_url(port), process)
-        yield base_url(port)
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        if log is not None and not isinstance(sink, int):
-            sink.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -12,7 +12,12 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -20,6 +25,7 @@ import pytest
 from capture.classifier import build_classifier_messages, classifier_schema, parse_classifier_output, validate_items
 from capture.models import CaptureJob
 from capture.pipeline import Outcome, run_job
+from evaluation.harness import free_port
 from memories.models import DEFAULT_TAXONOMY, Memory
 from retrieval.llm import complete
 from serving import local_llm
@@ -29,10 +35,44 @@ pytestmark = pytest.mark.llm
 BLACK = "I use black for formatting my Python code."
 RUFF = "Actually I switched from black to ruff format last week, it's much faster."
 TIMEOUT = 600.0
+READY_TIMEOUT_S = 180.0
 
 
 def _asked_for(config: pytest.Config) -> bool:
     return "llm" in (config.option.markexpr or "") or os.environ.get("MEMORYHUB_LLM_TESTS") == "1"
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/models", timeout=2) as reply:
+            return bool(reply.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+@contextmanager
+def running_server() -> Iterator[str]:
+    """``make run-llm``'s server on a free loopback port, once it answers; stopped afterwards."""
+    port = free_port()
+    url = local_llm.base_url(port)
+    command = local_llm.server_command(local_llm.model_file(), port=port)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while not _answers(url):
+            if process.poll() is not None:
+                raise RuntimeError(f"the local LLM server exited with status {process.returncode} while starting")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the local LLM server did not answer {url}/models in {READY_TIMEOUT_S:g} s")
+            time.sleep(0.5)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +83,7 @@ def local_model(request: pytest.FixtureRequest) -> Iterator[str]:
     reason = local_llm.missing()
     if reason is not None:
         pytest.skip(f"the local LLM extra is not installed: {reason}")
-    with local_llm.running_server() as url:
+    with running_server() as url:
         yield url
 
 
