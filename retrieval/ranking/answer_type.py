@@ -39,28 +39,28 @@ _TYPES: dict[str, tuple[str, str]] = {
         r"|\bborn\b|\bbirthday\b|\bnewborn\b|\btoddler\b",
     ),
     "money": (
-        r"\b(?:salary|salaries|cost|costs|costed|price|priced|pay|paid|rent|budget|earn\w*|spen[dt]\w*|sav(?:e|ing)s?"
-        r"|loan|debt|afford|mortgage|deposit|bill|fee|fees|income|wage)\b"
-        r"|\b(?:a|my|his|her|their|pay) raise\b",
+        r"\b(?:salary|salaries|price|rent|budget|loan|debt|mortgage|fee|fees|income|wage|wages)\b"
+        r"|\bhow much\b.*\b(?:cost|costs|costed|pay|paid|earn\w*|spen[dt]|sav(?:e|ing)|charge[sd]?|owe)\b"
+        r"|\b(?:what|how much) did (?:it|\w+) cost\b|\b(?:a|my|his|her|their|pay) raise\b",
         # Chat states amounts bare ("cost 430", "budget around 2500"): any number of two digits.
         rf"[£$€¥]\s?\d|\d\d|\d[\d,.]*\s?(?:k|m|grand|quid|pounds?|dollars?|euros?|bucks|usd|eur|gbp|p/?h)\b|\d\s?%"
         rf"|\bper cent\b|\bpercent\b|\b(?:free|nothing)\b|{_NUMBER}\s+(?:grand|quid|pounds?|dollars?|euros?|bucks)\b",
     ),
     "weight": (
-        r"\bweigh\w*|\bweight\b",
+        r"\bweigh(?:s|ed)?\b(?!\w)|\bhow heavy\b|\bwhat(?:'s| is) (?:my|\w+'s|the) weight\b",
         r"\d[\d.]*\s?(?:kg|kgs|kilos?|kilograms?|lbs?|pounds?|stone|st|g|grams?|oz)\b|\bstone\b|\bkilos?\b",
     ),
     "duration": (
-        r"\bhow long\b|\b(?:best|fastest|pb|personal best|record|finishing|finish)\b.*\btime\b",
+        r"\b(?:best|fastest|pb|personal best|record|finishing|finish)\b.*\btime\b",
         rf"{_NUMBER}[\s-]*(?:s|secs?|seconds?|mins?|minutes?|hrs?|hours?|h|days?|weeks?|wks?|months?|years?|yrs?|ish)\b"
         r"|\d+:\d\d|\bsince\b|\bhalf an hour\b|\ban hour\b|\ba (?:day|week|month|year)\b",
     ),
     "number": (
-        r"\bnumber\b",
+        r"\bnumber\s*\??\s*$",
         r"(?<![\w.])\d+(?![\w])",
     ),
     "job": (
-        r"\b(?:occupation|profession|career|for a living|for work)\b|\bjob(?: title)?\s*\??\s*$"
+        r"\b(?:occupation|profession|for a living|for work)\b|\bjob(?: title)?\s*\??\s*$"
         r"|\bwhat (?:does|do) \w+(?:'s)?(?: \w+)? do\s*\??\s*$|\bwhat do i do\b|\bwhat is \w+'s job\b",
         r"\b(?:job|jobs|work|works|working|worked|career|employ\w*|hired|promoted|promotion|role|title|position|"
         r"retired|unemployed|freelanc\w*|self-employed|intern\w*|student|studying|studies|offer|company|startup|"
@@ -75,8 +75,8 @@ _TYPES: dict[str, tuple[str, str]] = {
 # text that speaks of her. Animals and things are left out: "my bird" is answered by "my
 # parrot kiwi", and no list of hypernyms would be complete.
 _RELATIONS: tuple[tuple[str, ...], ...] = (
-    ("mum", "mom", "mother", "mam", "mummy", "mommy", "ma", "parents", "parent"),
-    ("dad", "father", "papa", "daddy", "pops", "parents", "parent"),
+    ("mum", "mom", "mother", "mam", "mummy", "mommy", "ma", "parents", "parent", "family"),
+    ("dad", "father", "papa", "daddy", "pops", "parents", "parent", "family"),
     (
         "partner",
         "wife",
@@ -93,12 +93,25 @@ _RELATIONS: tuple[tuple[str, ...], ...] = (
         "hubby",
         "missus",
     ),
-    ("brother", "bro", "brothers", "sibling", "siblings", "twin"),
-    ("sister", "sis", "sisters", "sibling", "siblings", "twin"),
-    ("son", "sons", "kid", "kids", "child", "children", "boy", "boys", "baby", "twins", "toddler"),
-    ("daughter", "daughters", "kid", "kids", "child", "children", "girl", "girls", "baby", "twins", "toddler"),
-    ("grandma", "gran", "granny", "nan", "nana", "grandmother", "grandparents"),
-    ("grandpa", "grandad", "granddad", "grandfather", "grandparents"),
+    ("brother", "bro", "brothers", "sibling", "siblings", "twin", "family"),
+    ("sister", "sis", "sisters", "sibling", "siblings", "twin", "family"),
+    ("son", "sons", "kid", "kids", "child", "children", "boy", "boys", "baby", "twins", "toddler", "family"),
+    (
+        "daughter",
+        "daughters",
+        "kid",
+        "kids",
+        "child",
+        "children",
+        "girl",
+        "girls",
+        "baby",
+        "twins",
+        "toddler",
+        "family",
+    ),
+    ("grandma", "gran", "granny", "nan", "nana", "grandmother", "grandparents", "family"),
+    ("grandpa", "grandad", "granddad", "grandfather", "grandparents", "family"),
     ("aunt", "auntie", "aunty"),
     ("uncle",),
     ("cousin", "cousins"),
