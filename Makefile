@@ -59,9 +59,10 @@ test: install browser typescript lint
 	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/test MEMORYHUB_STOP_SERVERS=1 $(PY) -m pytest
 
 # While editing: only the tests that need neither Postgres nor Redis (docs/adr/0091-fast-test-lane.md), in a
-# home of their own where no server runs, so a test that reaches one without asking fails here.
+# home of their own where no server runs, so a test that reaches one without asking fails here. The ones
+# marked slow (the peer's driver, where its virtualenv exists) wait for `make test`.
 test-fast: install
-	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/test-fast $(PY) -m pytest --without-servers -q
+	MEMORYHUB_HOME=$(MEMORYHUB_HOME)/test-fast $(PY) -m pytest --without-servers -m "not slow" -q
 
 # Deep fuzzing (docs/adr/0017-opaque-user-ids-and-fuzzing.md): Schemathesis with many examples per operation and the isolation
 # fuzzer at 50,000 requests; `make test` runs both at their quick sizes.
