@@ -134,15 +134,16 @@ def main(argv: list[str] | None = None) -> int:
                     turns = [{"role": m["role"], "content": m["content"]} for m in messages]
                     added = memory.add(turns, user_id=user, metadata=metadata, infer=True)
                     ids += [str(r["id"]) for r in added.get("results", []) if r.get("event", "ADD") == "ADD"]
-                for message in [] if llm else session["messages"]:
-                    metadata = {
-                        "correlation_id": message["correlation_id"],
-                        "session_id": session["session_id"],
-                        "timestamp": message["timestamp"],
-                    }
-                    turn = [{"role": message["role"], "content": message["content"]}]
-                    added = memory.add(turn, user_id=user, metadata=metadata, infer=False)
-                    ids += [str(r["id"]) for r in added.get("results", [])]
+                else:
+                    for message in session["messages"]:
+                        metadata = {
+                            "correlation_id": message["correlation_id"],
+                            "session_id": session["session_id"],
+                            "timestamp": message["timestamp"],
+                        }
+                        turn = [{"role": message["role"], "content": message["content"]}]
+                        added = memory.add(turn, user_id=user, metadata=metadata, infer=False)
+                        ids += [str(r["id"]) for r in added.get("results", [])]
                 seconds = time.perf_counter() - started
                 sessions.append({"user_id": user, "session_id": session["session_id"], "ids": ids, "seconds": seconds})
         first_user = next(iter(plan["captures"]))

@@ -44,15 +44,11 @@ def rebuild_profile(request: HttpRequest, user_id: str) -> dict[str, Any]:
 def edit_profile(request: HttpRequest, user_id: str, body: ProfileEditIn) -> dict[str, Any]:
     """Pin facts written by hand (always first) and leave memories out; both survive rebuilds until
     the next edit. A field left out keeps its value; every edit is a new version."""
-    project = api_key(request).project
-    current = selectors.profile_find(project=project, user_id=_checked(user_id))
     profile = services.profile_edit(
-        project=project,
-        user_id=user_id,
-        pinned=body.pinned if body.pinned is not None else (current.pinned if current else []),
-        hidden=body.hidden_memory_ids
-        if body.hidden_memory_ids is not None
-        else (current.hidden_memory_ids if current else []),
+        project=api_key(request).project,
+        user_id=_checked(user_id),
+        pinned=body.pinned,
+        hidden=body.hidden_memory_ids,
         actor=actor(request),
         reason=body.reason,
     )

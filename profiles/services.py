@@ -89,18 +89,31 @@ def profile_rebuild(*, project: Project, user_id: str, actor: str = REBUILDER, r
 
 
 def profile_edit(
-    *, project: Project, user_id: str, pinned: Sequence[str], hidden: Sequence[str], actor: str, reason: str = ""
+    *,
+    project: Project,
+    user_id: str,
+    pinned: Sequence[str] | None,
+    hidden: Sequence[str] | None,
+    actor: str,
+    reason: str = "",
 ) -> Profile:
     """A person's edit: ``pinned`` facts (written by hand, always first) and the memory ids left
-    out. Writes a new version; both survive rebuilds until the next edit."""
-    pinned = [" ".join(text.split()) for text in pinned if text.strip()]
-    if len(pinned) > MAX_PINNED or any(len(text) > MAX_PINNED_CHARS for text in pinned):
-        raise Invalid(
-            f"at most {MAX_PINNED} pinned facts of {MAX_PINNED_CHARS} characters each", code="invalid_profile"
-        )
-    _check_hidden(project=project, user_id=user_id, hidden=hidden)
+    out; None keeps what the profile has. Writes a new version; both survive rebuilds until the
+    next edit."""
+    if pinned is not None:
+        pinned = [" ".join(text.split()) for text in pinned if text.strip()]
+        if len(pinned) > MAX_PINNED or any(len(text) > MAX_PINNED_CHARS for text in pinned):
+            raise Invalid(
+                f"at most {MAX_PINNED} pinned facts of {MAX_PINNED_CHARS} characters each", code="invalid_profile"
+            )
+    if hidden is not None:
+        _check_hidden(project=project, user_id=user_id, hidden=hidden)
     with transaction.atomic(durable=True):
         profile = Profile.objects.select_for_update().filter(project=project, user_id=user_id).first()
+        if pinned is None:
+            pinned = profile.pinned if profile else []
+        if hidden is None:
+            hidden = profile.hidden_memory_ids if profile else []
         built = profile_build(project=project, user_id=user_id, pinned=pinned, hidden=hidden)
         if profile is None:
             profile = Profile(project=project, user_id=user_id, version=0)

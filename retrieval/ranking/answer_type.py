@@ -8,8 +8,8 @@ expects; this module does the same for the few types a person's memories hold an
 expression can recognise in lowercase chat: an age, an amount of money, a weight, a duration,
 a number, a job, a person named by their relation to the user ("my sister", "my lead"), and
 the thing a "do i have ...?" asks about. A question of no such type (most of them) is not
-filtered. "How many" and "when" are not types here: the answer is often counted across
-items, or read from the date a message was said, rather than written in one item.
+filtered. "How many", "how long" and "when" are not types here: the answer is often counted
+across items, or read from the dates things were said, rather than written in one item.
 
 ``expected(query)`` reads the question once; ``holds(expectation, text)`` says whether a text
 can answer it. An item that cannot is not returned (``engine`` applies it with the relevance
@@ -117,7 +117,7 @@ _RELATIONS: tuple[tuple[str, ...], ...] = (
     ("cousin", "cousins"),
     ("niece", "nieces"),
     ("nephew", "nephews"),
-    ("manager", "boss", "lead", "supervisor", "line manager", "team lead", "tech lead", "skip"),
+    ("manager", "boss", "lead", "supervisor", "skip"),
     ("therapist", "counsellor", "counselor", "psychologist", "psychiatrist"),
     ("doctor", "gp", "dr", "consultant", "specialist"),
     ("dentist",),
@@ -186,9 +186,7 @@ def expected(query: str) -> Expectation:
     if not _QUESTION.search(text):
         return Expectation()
     kind = next((name for name, (ask, _) in _COMPILED.items() if ask.search(text)), None)
-    relations = []
-    for match in _RELATION_QUESTION.finditer(text):
-        relations.append(_ALIASES[match.group(1)])
+    relations = [_ALIASES[match.group(1)] for match in _RELATION_QUESTION.finditer(text)]
     have = _HAVE_QUESTION.match(text)
     stems = [] if have is None else [w[:5] for w in re.findall(r"[a-z]{3,}", have.group(1)) if w not in _CLASS_WORDS]
     # "do i have high cholesterol": the thing is the last word, "high" only qualifies it.

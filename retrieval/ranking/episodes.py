@@ -282,10 +282,11 @@ def without_sources(
 def _says_more(message: str, memories: Sequence[str]) -> bool:
     """Whether ``SAYS_MORE`` of ``message``'s words (stemmed, as ``_near_changes`` compares them)
     are in none of ``memories``."""
-    said = _stems(message)
-    told = set().union(*(_stems(text) for text in memories))
+    said = stems(message)
+    told = set().union(*(stems(text) for text in memories))
     return bool(said) and len(said - told) >= SAYS_MORE * len(said)
 
 
-def _stems(text: str) -> set[str]:
+def stems(text: str) -> set[str]:
+    """The words of ``text`` as the change detection compares them: four letters or more, cut to five."""
     return {w[:_STEM] for w in re.findall(r"[a-z]+", text.lower()) if len(w) >= _MIN_WORD}
