@@ -6,7 +6,7 @@ the dog score like answers, and for "what's my mum's name?" so does "my dad's na
 Question-answering systems have long narrowed candidates by the type of answer a question
 expects; this module does the same for the few types a person's memories hold and a regular
 expression can recognise in lowercase chat: an age, an amount of money, a weight, a duration,
-a number, a job, a person named by their relation to the user ("my sister", "my lead"), and
+a number, a job, a name, a person named by their relation to the user ("my sister", "my lead"), and
 the thing a "do i have ...?" asks about. A question of no such type (most of them) is not
 filtered. "How many", "how long" and "when" are not types here: the answer is often counted
 across items, or read from the dates things were said, rather than written in one item.
@@ -19,6 +19,7 @@ cut; the LLM judge, when it runs, decides instead). Each pattern errs towards ke
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -56,8 +57,9 @@ _TYPES: dict[str, tuple[str, str]] = {
         r"|\d+:\d\d|\bsince\b|\bhalf an hour\b|\ban hour\b|\ba (?:day|week|month|year)\b",
     ),
     "number": (
-        r"\bnumber\s*\??\s*$",
-        r"(?<![\w.])\d+(?![\w])",
+        r"\b(?:number|target|goal|limit|quota)\s*\??\s*$|\bhow (?:far|tall|fast|high|deep)\b",
+        # "flat 12", "140g a day", "10k steps", "5km"; "4x a week" is a count, no value.
+        r"(?<![\w.])\d+(?:[.,]\d+)?(?:k|g|kg|km|mi|m|cm|mm|ml|l|h|hrs?|mins?|kcal|cal|%)?(?![\w])",
     ),
     "job": (
         r"\b(?:occupation|profession|for a living|for work)\b|\bjob(?: title)?\s*\??\s*$"
@@ -142,6 +144,48 @@ _RELATION_QUESTION = re.compile(
 )
 
 
+# "what's my husband's name?", "what's the nursery called?": a name. In lowercase chat a name is
+# seen by the words around it: "called", "her name's", "my husband tomas is ...", "the twins, eva
+# and finn". The head noun asked about ("husband", "nursery") is read from the question so that
+# "my husband tomas" counts and "the venue moved" does not. Software and media are left out: "i
+# use obsidian" names an app with none of those words.
+_NAME_QUESTION = re.compile(r"\b(?:name|names|named|called)\b")
+_NOT_PERSONAL_NAMES = re.compile(
+    r"\b(?:app|apps|tool|tools|software|program|editor|ide|book|books|show|series|film|movie|song|album|game|"
+    r"podcast|website|site|channel|brand|model|library|framework|plugin|extension|font|theme|command|file)\b"
+)
+_HEAD = re.compile(
+    r"\b(?:my|our|the|his|her|their|(?!(?:what|who|where|how|that|it|there|here)'s)\w+'s)\s+(?:[a-z-]+\s+)?"
+    r"(?!(?:the|a|an|my|our)\b)(?P<head>[a-zé-]+?)(?:'s|s')?\s+(?:name|names|called|named)\b"
+    r"|\bname of (?:my|our|the|his|her|their|\w+'s)\s+(?:[a-z-]+\s+)*?(?P<of>[a-zé-]+)\s*\??\s*$"
+)
+_ANIMAL_WORDS = (
+    "pet pets dog dogs puppy pup cat cats kitten kittens bird birds budgie parrot rabbit rabbits bunny hamster "
+    "fish horse pony tortoise turtle snake lizard gecko ferret greyhound collie lab labrador terrier spaniel "
+    "poodle retriever pug beagle husky dachshund whippet"
+)
+_ANIMALS = frozenset(_ANIMAL_WORDS.split())
+# Words that follow a noun without naming it: "my husband is", "the venue moved", "nursery in".
+_GRAMMAR = (
+    "is was are were be been has had have got gets get just really also finally always never still actually "
+    "and or but who which that said says wants loves likes thinks lives works moved started starts start "
+    "turned turns came comes went goes made makes took takes found told asked the a an this that my his her "
+    "their our its in on at to for from with of about by into over after before will would can could should "
+    "might must do does did not no so too very lol tho now again here there back home last next today "
+    "tonight yesterday tomorrow up down out off near because"
+)
+_NOT_A_NAME = frozenset(_GRAMMAR.split())
+_MONTHS_AND_DAYS = (
+    "January|February|March|April|May|June|July|August|September|October|November|December|"
+    "Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday"
+)
+# A capitalised word inside a sentence (LoCoMo writes names so; capture keeps a name it capitalised).
+_CAPITALISED = re.compile(rf"(?<![.!?]\s)(?<!^)(?<!\()\b(?!(?:{_MONTHS_AND_DAYS}|I|I'm|I've|I'd|I'll)\b)[A-Z][a-z]+")
+_NAME_WORDS = re.compile(r"\b(?:name|names|name's|named|called|calls|calling (?:him|her|it|them)|goes by)\b")
+# "my kids, mia and leo", "the twins start nursery in april, eva and finn".
+_NAME_LIST = re.compile(r",\s*[a-z]{2,}\s+(?:and|&)\s+[a-z]{2,}\s*(?:$|[.!;)])")
+
+
 # "do i have high cholesterol?" is answered by a text that speaks of cholesterol; "do i have any
 # medical conditions?" names a class, which the answer names by its member.
 _HAVE_QUESTION = re.compile(
@@ -158,12 +202,14 @@ _CLASS_WORDS = frozenset(_CLASSES.split())
 
 @dataclass(frozen=True)
 class Expectation:
-    """What a question asks for: an answer type (or none), the relations it names, and the words
-    a yes/no question asks about (as 5-letter stems)."""
+    """What a question asks for: an answer type (or none), the relations it names, the words a
+    yes/no question asks about (as 5-letter stems), and for a name the nouns it may follow."""
 
     kind: str | None = None
     relations: tuple[frozenset[str], ...] = ()
     stems: tuple[str, ...] = ()
+    # For a name: the nouns a name may follow ("husband" and its synonyms, every animal for "dog").
+    subjects: frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
         return self.kind is not None or bool(self.relations) or bool(self.stems)
@@ -189,8 +235,43 @@ def expected(query: str) -> Expectation:
     relations = [_ALIASES[match.group(1)] for match in _RELATION_QUESTION.finditer(text)]
     have = _HAVE_QUESTION.match(text)
     stems = [] if have is None else [w[:5] for w in re.findall(r"[a-z]{3,}", have.group(1)) if w not in _CLASS_WORDS]
+    subjects: frozenset[str] = frozenset()
+    if kind is None and _NAME_QUESTION.search(text) and not _NOT_PERSONAL_NAMES.search(text):
+        kind = "name"
+        head = _HEAD.search(text)
+        word = None if head is None else head["head"] or head["of"]
+        if word:
+            subjects = _ALIASES.get(word, frozenset({word})) | (_ANIMALS if word in _ANIMALS else frozenset())
     # "do i have high cholesterol": the thing is the last word, "high" only qualifies it.
-    return Expectation(kind=kind, relations=tuple(dict.fromkeys(relations)), stems=tuple(stems[-1:]))
+    return Expectation(kind=kind, relations=tuple(dict.fromkeys(relations)), stems=tuple(stems[-1:]), subjects=subjects)
+
+
+def _names_someone(expectation: Expectation, original: str, lowered: str) -> bool:
+    """Whether a text can hold the name asked for (see ``_NAME_QUESTION``)."""
+    if _NAME_WORDS.search(lowered) or _CAPITALISED.search(original):
+        return True
+    if not expectation.subjects:
+        return False
+    beside = _near_subject(expectation.subjects).finditer(lowered)
+    if any(_could_be_a_name(match["name"] or match["before"]) for match in beside):
+        return True
+    # A list of names after a comma speaks of people or animals, not of a place.
+    return bool(expectation.subjects & (_ALIASES.keys() | _ANIMALS)) and bool(_NAME_LIST.search(lowered))
+
+
+def _could_be_a_name(word: str) -> bool:
+    return word not in _NOT_A_NAME and not word.endswith(("ed", "ing", "ly"))
+
+
+@functools.cache
+def _near_subject(subjects: frozenset[str]) -> re.Pattern[str]:
+    """Where a name stands beside the noun asked of: "my husband tomas", "my lead is sam", "the
+    venue is glenmore house", "tom, my brother, ..."."""
+    nouns = "|".join(sorted(map(re.escape, subjects), key=len, reverse=True))
+    return re.compile(
+        rf"\b(?:{nouns})\s+(?:(?:is|was|'s)\s+(?:(?:the|a)\s+)?)?(?P<name>[a-zé'-]+)"
+        rf"|\b(?P<before>[a-zé'-]+),\s+(?:my|our|the)\s+(?:[a-z-]+\s+)?(?:{nouns})\b"
+    )
 
 
 def holds(expectation: Expectation, text: str, *, message: bool) -> bool:
@@ -203,7 +284,10 @@ def holds(expectation: Expectation, text: str, *, message: bool) -> bool:
     lowered = text.lower().replace("’", "'")
     # Capture writes the date a relative phrase meant, "(2026-02-17)": no amount or number.
     lowered = _ISO_DATE.sub(" ", lowered)
-    if expectation.kind is not None and not _COMPILED[expectation.kind][1].search(lowered):
+    if expectation.kind == "name":
+        if not _names_someone(expectation, _ISO_DATE.sub(" ", text), lowered):
+            return False
+    elif expectation.kind is not None and not _COMPILED[expectation.kind][1].search(lowered):
         return False
     if expectation.stems and not all(stem in lowered for stem in expectation.stems):
         return False

@@ -30,7 +30,11 @@ from tests.retrieval.test_episodes import ask, capture, texts
         ("what's my flat number?", "number"),
         ("what language does my new job use?", None),
         ("how much coffee do i drink?", None),
-        ("what's my dog called?", None),
+        ("what's my dog called?", "name"),
+        ("what's the name of our wedding venue?", "name"),
+        ("what's that app called that i use for budgeting?", None),
+        ("what's my protein target?", "number"),
+        ("how far do i cycle to work?", "number"),
     ],
 )
 def test_the_answer_type_a_question_asks_for(question: str, kind: str | None) -> None:
@@ -57,6 +61,8 @@ def test_a_turn_that_asks_nothing_expects_nothing() -> None:
         ("what's my partner's job?", "my partner jess works as a nurse at st thomas'", True),
         ("do i have high cholesterol?", "The user's blood pressure is a bit high, 145 over 90.", False),
         ("do i have any allergies?", "The user is allergic to penicillin.", True),
+        ("what's my protein target?", "yes, i'm lifting weights 4x a week", False),
+        ("what's my protein target?", "aiming for 140g protein a day", True),
     ],
 )
 def test_what_can_hold_the_answer(question: str, text: str, answers: bool) -> None:
@@ -78,6 +84,31 @@ def test_a_memory_must_name_the_asked_relation_and_a_message_must_not_name_anoth
     kids = expected("how did melanie's children handle the accident?")
     assert holds(kids, "The user's son got into an accident on the trip.", message=False)
     assert holds(expected("how are my parents?"), "The user's dad is from palermo.", message=False)
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "answers"),
+    [
+        ("what's my dog called?", "The user's greyhound is called Pixel.", True),
+        ("what's my husband's name?", "The user's husband tomas is pescatarian.", True),
+        ("what's my bird's name?", "The user's budgie kiwi learned to say hello.", True),
+        ("what are my kids called?", "my twins start nursery in april (2026-04), eva and finn", True),
+        ("what's the name of my climbing gym?", "theres one near my office called the arch", True),
+        ("what is the name of Melanie's dog?", "Thanks! Our pup Oliver loves the park", True),
+        ("what's the kitten's name?", "we got a kitten!! calling her biscuit", True),
+        ("what's my brother's name?", "tom, my brother, is visiting", True),
+        ("what's my lead's name?", "my lead is sam, she's great", True),
+        ("what's the name of our wedding venue?", "our wedding venue is the old mill", True),
+        ("what's my sister's name?", "my sister is visiting", False),
+        # About the thing asked of, with no name: the venue "moved", the nursery is started "in".
+        ("what's the name of our wedding venue?", "the venue moved our wedding date to october 3rd", False),
+        ("what's the nursery called?", "The user's twins start nursery in April 2026, eva and finn.", False),
+        ("what's the baby going to be called?", "The user's family're expecting a second baby in August 2025.", False),
+        ("what's my lead's name?", "we're adopting trunk based development next sprint, lead's call", False),
+    ],
+)
+def test_what_can_hold_a_name(question: str, text: str, answers: bool) -> None:
+    assert holds(expected(question), text, message=not text.startswith("The user")) is answers
 
 
 TESS = [
@@ -112,3 +143,17 @@ def test_a_question_about_one_parent_is_not_answered_by_the_other(api):
     )
     assert texts(ask(api, "what's my mum's name?")) == []
     assert any("salvo" in text.lower() for text in texts(ask(api, "what's my dad's name?")))
+
+
+@pytest.mark.django_db
+def test_a_name_question_is_answered_only_by_a_name(api):
+    capture(
+        api,
+        [
+            {"role": "user", "content": "hmm the venue moved our wedding date to october 3rd, so annoying"},
+            {"role": "assistant", "content": "That's frustrating! Is the new date ok for your guests?"},
+        ],
+    )
+    assert texts(ask(api, "what's the name of our wedding venue?")) == []
+    capture(api, [{"role": "user", "content": "the venue is called glenmore house btw"}], session_id="s2")
+    assert any("glenmore" in text.lower() for text in texts(ask(api, "what's the name of our wedding venue?")))
