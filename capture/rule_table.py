@@ -29,7 +29,7 @@ _HABIT = r"(?:\s+(?:always|never|usually|generally|typically|normally|mostly))+"
 PARTICLE = re.compile(r"^(?:(?:to|on|that|with|for|about|using)\s+)+", ICASE)
 CLAUSE_SPLIT = re.compile(
     r"\s*(?:;|,\s+so\s+|(?:,?\s+(?:and|but|plus)\s+(?:also\s+)?|,\s+)"
-    r"(?=(?:i|i'm|i've|i'd|i'll|we|we're|we've|we'll|my|our|the team|please|let's)\b)"
+    r"(?=(?:i|i'm|i've|i'd|i'll|we|we're|we've|we'll|my|our|the team|team\s+[a-z]+(?:ed|s)|please|let's)\b)"
     r"|,\s+(?=(?:use|always|don't|do not|it's|it is|it was|she|he|she's|he's|they)\b)"
     # ", and releases are tagged vX": a new subject with its own verb.
     r"|,\s+(?:and|but)\s+(?=(?:the\s+|our\s+)?[\w.-]+(?:\s+[\w.-]+)?\s+(?:is|are|was|were|will|has|have|gets?)\b)"
@@ -247,7 +247,7 @@ def _team_statement(match: re.Match[str]) -> str | None:
     if (
         verb in _NOT_CONVENTION_VERBS
         or verb.endswith("ed")
-        or not (is_specific(match["rest"]) or is_technical(match.string))
+        or not (is_specific(match["rest"]) or is_technical(match.string) or has_schedule(match["rest"]))
     ):
         return None
     return third_person(match.string)
@@ -295,7 +295,8 @@ _CLARIFICATION = _reading("fact", "corrections", "user", 0.4, 0.5, "The user cla
 _LESSON = _reading("note", "lesson", "", 0.6, 0.7, "The user shared a lesson learned.")
 CHANGED = _reading("", "", "", 0.7, 0.8, "The user changed their mind.")
 
-_WE = r"^(?:we|the team)"
+# "the team (6 of us) does ..." carries an aside.
+_WE = r"^(?:we|the team)(?:\s+\([^)]{1,30}\))?"
 _SWITCH = r"(?:go with|use|stick with|stick to|standardi[sz]e on|adopt|switch to|move to|migrate to|keep using)"
 _IMPERATIVE_VERBS = (
     r"(?:use|prefer|avoid|write|put|keep|name|add|run|format|default to|stick to|stick with|call|place|prefix|"

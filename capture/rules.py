@@ -140,7 +140,7 @@ def extract_from_window(
             proposal = _resolve(found, matcher)
             if proposal is None:
                 continue
-            proposal = glossed(dated(proposal, said))
+            proposal = glossed(dated(_object_named(proposal, message.get("content", ""), earlier), said))
             key = re.sub(r"\W+", " ", proposal.content.casefold()).strip()
             if key not in seen:
                 seen.add(key)
@@ -222,10 +222,31 @@ def _named_one(pronoun: str, context: str) -> str | None:
     for match in reversed(list(_RELATION.finditer(context))):
         who = match.group().lower()
         if not (
-            (pronoun in ("he", "his") and _NOT_HE.match(who)) or (pronoun in ("she", "her") and _NOT_SHE.match(who))
+            (pronoun in ("he", "his", "him") and _NOT_HE.match(who))
+            or (pronoun in ("she", "her") and _NOT_SHE.match(who))
         ):
             return who
     return None
+
+
+# "my mom got diagnosed with diabetes. i'm cooking for her on sundays": whom "her" stands for.
+_OBJECT_PRONOUN = re.compile(
+    r"\b(?P<verb>for|with|to|visit(?:ing)?|see(?:ing)?|call(?:ing)?|help(?:ing)?|driv(?:e|ing)) (?P<pronoun>her|him)\b",
+    table.ICASE,
+)
+
+
+def _object_named(proposal: ProposedMemory, text: str, earlier: str) -> ProposedMemory:
+    """``proposal`` with "for her" / "with him" naming the relation spoken of before it."""
+    match = _OBJECT_PRONOUN.search(proposal.content)
+    if match is None:
+        return proposal
+    said = re.search(rf"\b{re.escape(match.group())}", text, table.ICASE)
+    who = _named_one(match["pronoun"].lower(), f"{earlier} {text[: said.start()] if said else text}")
+    if who is None:
+        return proposal
+    content = f"{proposal.content[: match.start('pronoun')]}the user's {who}{proposal.content[match.end('pronoun') :]}"
+    return dataclasses.replace(proposal, content=content)
 
 
 def _names(text: str, found: Sequence[ProposedMemory], *, earlier: str = "") -> list[ProposedMemory]:
@@ -375,7 +396,13 @@ _SUBJECTLESS = re.compile(
 )
 
 
+# "team voted for github actions": the article chat drops before a verb.
+_BARE_TEAM = re.compile(r"^team\s+(?=[a-z]+(?:ed|s)\b)", re.IGNORECASE)
+
+
 def _with_subject(clause: str) -> str:
+    if _BARE_TEAM.match(clause):
+        return "the " + clause
     match = _SUBJECTLESS.match(clause)
     if match is None:
         return clause

@@ -27,7 +27,8 @@ _FILLERS = re.compile(
     r"^(?:(?:um+|uh+|erm+|hmm+|ok(?:ay)?|alright|all right|so|well|oh|ah|hey|hi|hello|btw|by the way|fyi|"
     r"just fyi|also|and|but|anyway|anyways|basically|honestly|just so you know|for the record|for context|"
     r"quick note|one more thing|yeah|yes|yep|right|cool|great|perfect|sure|agreed|sounds good|makes sense|"
-    r"thanks|thank you|nice|got it)(?:[,:;!.\s]+|$))+",
+    r"thanks|thank you|nice|got it|ugh|omg|wow|yay|phew|oof|welp|guess what|update|"
+    r"(?:(?:big|good|bad|great|sad|some|exciting|quick)\s+)?news)(?:[,:;!.\s]+|$))+",
     re.IGNORECASE,
 )
 _INLINE_FILLERS = re.compile(r"\s*\b(?:um+|uh+|erm+)\b,?", re.IGNORECASE)

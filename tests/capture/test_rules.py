@@ -815,3 +815,33 @@ def test_it_names_the_animal_or_place_spoken_of_never_a_person() -> None:
     assert "The user's startup is called Tidewise." in [m.content for m in extract_from_window(window)]
     window = _said("my sister nora is visiting") + _said("it's called tidewise")
     assert not any("called Tidewise" in m.content for m in extract_from_window(window))
+
+
+def test_her_and_him_after_a_verb_name_the_one_spoken_of() -> None:
+    found = [
+        m.content
+        for m in extract_from_window(_said("my mom got diagnosed with diabetes. i'm cooking for her on sundays"))
+    ]
+    assert "The user is cooking for the user's mom on sundays." in found
+    # Nobody spoken of: the pronoun stays.
+    [alone] = extract_from_window(_said("i'm cooking for her on sundays now"))
+    assert "for her" in alone.content
+
+
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [
+        # News openers are filler, as "ok so" is.
+        (
+            "bad news, dad broke his ankle so sicily is postponed",
+            "The user's dad broke his ankle so sicily is postponed.",
+        ),
+        # Chat drops the article before "team".
+        ("at work we're moving off jenkins, team voted for github actions", "The team voted for github actions."),
+        # An aside after "the team" does not hide its practice.
+        ("the team (6 of us) does pair programming every afternoon", "pair programming every afternoon"),
+    ],
+)
+def test_standing_facts_said_in_chat(text: str, content: str) -> None:
+    found = [m.content for m in extract_from_window(_said(text))]
+    assert any(content in memory for memory in found), found
