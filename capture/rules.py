@@ -261,7 +261,10 @@ def _names(text: str, found: Sequence[ProposedMemory], *, earlier: str = "") -> 
     ]
     pairs += [(m["who"].lower(), m["name"]) for m in _APPOSITIVE.finditer(text) if m["name"].lower() not in _NOT_NAMES]
     for who, name in pairs:
-        if who is None or any(re.search(rf"\b{re.escape(name)}\b", p.content, table.ICASE) for p in [*found, *named]):
+        # Kept beside a memory that only mentions them ("my girlfriend ruth thinks ..."): who is
+        # called what is a standing fact, the remark is not.
+        said_as_name = rf"\b(?:called|named|name is|name's)\s+{re.escape(name)}\b"
+        if who is None or any(re.search(said_as_name, p.content, table.ICASE) for p in [*found, *named]):
             continue
         named.append(
             ProposedMemory(
