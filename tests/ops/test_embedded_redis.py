@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import redis
 
 from serving import embedded
 
 
+# Starts a Redis of its own over a large file (about 5 s on two cores): not for the quick lane.
+@pytest.mark.slow
 def test_redis_answers_as_soon_as_it_is_started_even_with_a_large_append_only_file(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()

@@ -19,6 +19,8 @@ def servers_running(home: Path) -> tuple[bool, bool]:
     return embedded._pg_running(pgdata), embedded._redis_running(pidfile, socket)
 
 
+# Starts a Postgres and a Redis of its own (about 19 s on two cores): not for the quick lane.
+@pytest.mark.slow
 def test_a_command_told_to_stop_its_servers_leaves_none_running_and_keeps_its_status(tmp_path):
     if not (settings.EMBEDDED_POSTGRES and settings.EMBEDDED_REDIS):
         pytest.skip("the suite runs against external servers")
