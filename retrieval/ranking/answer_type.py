@@ -57,7 +57,8 @@ _TYPES: dict[str, tuple[str, str]] = {
         r"|\d+:\d\d|\bsince\b|\bhalf an hour\b|\ban hour\b|\ba (?:day|week|month|year)\b",
     ),
     "number": (
-        r"\b(?:number|target|goal|limit|quota)\s*\??\s*$|\bhow (?:far|tall|fast|high|deep)\b",
+        # "goal" is no such word: "my goal is to learn spanish".
+        r"\b(?:number|target|limit|quota)\s*\??\s*$|\bhow (?:far|tall|fast|high|deep)\b",
         # "flat 12", "140g a day", "10k steps", "5km"; "4x a week" is a count, no value.
         r"(?<![\w.])\d+(?:[.,]\d+)?(?:k|g|kg|km|mi|m|cm|mm|ml|l|h|hrs?|mins?|kcal|cal|%)?(?![\w])",
     ),
@@ -281,11 +282,11 @@ def holds(expectation: Expectation, text: str, *, message: bool) -> bool:
     asked relation names it. A ``message`` may say "she" for someone named a message earlier: it
     fails only when it names another relation and not the asked one.
     """
-    lowered = text.lower().replace("’", "'")
     # Capture writes the date a relative phrase meant, "(2026-02-17)": no amount or number.
-    lowered = _ISO_DATE.sub(" ", lowered)
+    undated = _ISO_DATE.sub(" ", text.replace("’", "'"))
+    lowered = undated.lower()
     if expectation.kind == "name":
-        if not _names_someone(expectation, _ISO_DATE.sub(" ", text), lowered):
+        if not _names_someone(expectation, undated, lowered):
             return False
     elif expectation.kind is not None and not _COMPILED[expectation.kind][1].search(lowered):
         return False

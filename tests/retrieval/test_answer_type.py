@@ -35,6 +35,7 @@ from tests.retrieval.test_episodes import ask, capture, texts
         ("what's that app called that i use for budgeting?", None),
         ("what's my protein target?", "number"),
         ("how far do i cycle to work?", "number"),
+        ("what's my goal?", None),
     ],
 )
 def test_the_answer_type_a_question_asks_for(question: str, kind: str | None) -> None:
