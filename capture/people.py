@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 
 from capture import rule_table as table
+from capture import vocabulary
 from capture.proposals import ProposedMemory
 from capture.text import clip, finish_sentence, is_vague, strip_fillers
 
@@ -23,7 +24,7 @@ _NAMED = re.compile(
     table.ICASE,
 )
 _RELATION = re.compile(
-    rf"\b(?:{table.FAMILY}|manager|boss|supervisor|colleague|coworker|friend|mate|neighbou?r)\b", table.ICASE
+    rf"\b(?:{vocabulary.FAMILY}|manager|boss|supervisor|colleague|coworker|friend|mate|neighbou?r)\b", table.ICASE
 )
 # Whom "he" cannot name, and whom "she" cannot; anyone else (partner, friend, a pet) either.
 _NOT_HE = re.compile(
@@ -35,7 +36,7 @@ _NOT_SHE = re.compile(
 # What "it" can name: an animal, or a place or body the user belongs to ("got the offer from the
 # startup!! it's called tidewise").
 _IT_NAMES = re.compile(
-    rf"\b(?:{table.PETS}|startup|company|firm|agency|employer|band|choir|club|gym|school|nursery|"
+    rf"\b(?:{vocabulary.PETS}|startup|company|firm|agency|employer|band|choir|club|gym|school|nursery|"
     r"podcast|newsletter|shop|restaurant|cafe|bakery|boat|car|van)\b",
     table.ICASE,
 )
@@ -43,7 +44,7 @@ _IT_NAMES = re.compile(
 # close named in passing, between the relation and what they do. The word after the name must be
 # a verb (or "'s"), and the name no word of the sentence's own grammar.
 _APPOSITIVE = re.compile(
-    rf"\bmy\s+(?:(?:little|big|older|younger|baby|best|new|old)\s+)?(?P<who>{table.FAMILY}|{table.ACQUAINTANCES}|mate|buddy|pal)\s+"
+    rf"\bmy\s+(?:(?:little|big|older|younger|baby|best|new|old)\s+)?(?P<who>{vocabulary.FAMILY}|{vocabulary.ACQUAINTANCES}|mate|buddy|pal)\s+"
     r"(?P<name>[a-z][a-z-]{1,19})(?:'s\b|\s+(?:is|was|has|had|wants|wanted|said|says|got|gets|loves|likes|hates|"
     r"thinks|thought|starts|started|turns|turned|moved|lives|lived|works|worked|came|comes|went|goes|ate|broke|"
     r"made|makes|took|takes|called|texted|asked|told|found|just|finally|also|still|and\s+i)\b)",

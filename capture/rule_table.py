@@ -22,6 +22,18 @@ from capture.text import (
     third_person,
     word_set,
 )
+from capture.vocabulary import (
+    ACQUAINTANCES,
+    FAMILY,
+    HEALTH,
+    HOUSEHOLD,
+    NOT_CONVENTION_VERBS,
+    NOT_SCHEDULE_VERBS,
+    PROFILE_ADJECTIVES,
+    PROFILE_NOUNS,
+    PROJECT_NOUNS,
+    STATE,
+)
 
 ICASE = re.IGNORECASE
 _ADV = r"(?:\s+(?:really|much|strongly|generally|usually|definitely|personally|also|still|always|mostly|totally))*"
@@ -43,71 +55,9 @@ PREFERENCE_WORDS = re.compile(
     r"does not want the assistant)\b",
     ICASE,
 )
-_PROFILE_NOUNS = word_set(
-    """timezone zone name role title job team company employer editor ide os shell terminal laptop machine stack
-    language languages pronouns handle username location city country background specialty specialisation
-    specialization focus framework database setup workflow level experience birthday age anniversary hours
-    schedule diet commute manager boss mentor colleague coworker teammate lead therapist doctor dentist landlord"""
-)
-_PROFILE_ADJECTIVES = ("preferred", "favorite", "favourite", "main", "primary", "usual", "default", "native")
 _NOT_IMPERATIVE = word_set(
     "mind heard seen thought knew again ever worry bother know think care be get apologize "
     "apologise panic forget hesitate"
-)
-PETS = (
-    r"(?:dogs?|cats?|pets?|pupp(?:y|ies)|kittens?|greyhounds?|labradors?|retrievers?|poodles?|terriers?|beagles?|"
-    r"spaniels?|collies?|dachshunds?|huskies|husky|corgis?|hamsters?|rabbits?|bunn(?:y|ies)|parrots?|budgies?|"
-    r"tortoises?|turtles?|guinea pigs?|horses?|ponies|pony)"
-)
-FAMILY = (
-    r"(?:kids?|children|child|sons?|daughters?|twins|wife|husband|partner|spouse|girlfriend|boyfriend|"
-    r"fianc[ée]e?|mom|mum|mother|dad|father|parents|sisters?|brothers?|siblings|grandkids|grandchildren|"
-    r"grandma|grandpa|grandmother|grandfather|aunt|uncle|cousins?|niece|nephew|in-laws|"
-    rf"bab(?:y|ies)|newborn|toddler|{PETS})"
-)
-# People the user names outside the family: "my colleague june co-presented".
-ACQUAINTANCES = (
-    r"(?:colleague|co-?worker|manager|boss|teammate|mentor|(?:best\s+)?friend|therapist|doctor|neighbou?r|flatmate|"
-    r"roommate|landlord|cofounder|co-founder)"
-)
-# What a household does together: "we" and "our" around these are the user's family, not the team.
-_HOUSEHOLD = re.compile(
-    rf"\b(?:{FAMILY}|house|home|flat|apartment|condo|garden|backyard|kitchen|mortgage|rent|landlord|car|"
-    r"wedding|honeymoon|anniversary|vacation|holiday|neighbou?rs?|adopted|pregnant|born|married|engaged|"
-    r"dinner|groceries|weekend|moved)\b",
-    ICASE,
-)
-HEALTH = (
-    r"(?:diabetes|asthma|adhd|autism|dyslexia|coeliac|celiac|crohn's|ibs|arthritis|epilepsy|migraines?|"
-    r"hypertension|high blood pressure|anxiety|depression|allerg(?:y|ies)|intolerances?|insomnia|tinnitus|"
-    r"eczema|(?:a\s+)?(?:heart|thyroid|kidney|back|knee)\s+(?:condition|problem|injury)|disability|"
-    r"(?:motion|travel|sea|car)[- ]?sickness|hay ?fever|panic attacks|chronic pain)"
-)
-STATE = (
-    r"(?:vegan|vegetarian|pescatarian|pescetarian|gluten[- ]free|dairy[- ]free|lactose[- ]free|diabetic|"
-    r"pregnant|left[- ]handed|right[- ]handed|colou?r[- ]?blind|deaf|hard of hearing|dyslexic|autistic|"
-    r"epileptic|asthmatic|married|divorced|engaged|widowed|retired|sober|teetotal|kosher|halal|"
-    r"(?:lactose|gluten|fructose|histamine|dairy)[- ]intolerant|allergic\s+to)"
-)
-# Verbs after "we" that narrate or wish rather than state how the team works.
-_NOT_CONVENTION_VERBS = word_set(
-    """need want have had could should might may can will would did were was got went tried saw think thought
-    know hope like love hate talked met discussed just still really are is am wonder guess feel felt said told
-    asked looked found started finished fixed broke noticed learned learnt made"""
-)
-_NOT_SCHEDULE_VERBS = word_set("need want think hope guess wish feel know mean love like hate am was wonder")
-_PROJECT_NOUNS = re.compile(
-    r"\b(?:staging|production|prod|release|releases|deploys?|deployments?|builds?|ci|sprint|standups?|"
-    r"code freeze|launch|repo|server|servers|cluster|pipeline|database|backend|frontend|api|service|services)\b",
-    ICASE,
-)
-# "My AWS key is AKIA…": a credential's label with a value, however cut or masked.
-SECRETISH = re.compile(
-    r"\b(?:passwords?|passphrase|passcode|pin|api[ _-]?keys?|(?<!the )keys?(?!\s+(?:insight|takeaway|point|"
-    r"learning|decision|question|idea|part|thing|lesson|difference|feature|benefit|factor|step))|tokens?|"
-    r"secrets?|credentials?|connection string)\b(?:\s+\w+){0,2}?\s*(?:is|are|was|:|=)\s*"
-    r"(?=\S*[\d…_/+=*-]|(?-i:[A-Z0-9]{4,}))",
-    ICASE,
 )
 INTRO = re.compile(
     r"^(?:after\s+[^,]{3,40}?|in the end|eventually|finally|at last|yesterday|today|last (?:week|month|year|sprint)|"
@@ -198,7 +148,7 @@ def _name(match: re.Match[str]) -> str:
 
 def _profile(match: re.Match[str]) -> str | None:
     words = match["thing"].lower().split()
-    known = words[-1] in _PROFILE_NOUNS or words[0] in _PROFILE_ADJECTIVES
+    known = words[-1] in PROFILE_NOUNS or words[0] in PROFILE_ADJECTIVES
     if not (known or re.fullmatch(FAMILY, words[-1]) or is_specific(match["rest"])):
         return None
     return third_person(match.string)
@@ -222,7 +172,7 @@ def _household_event(match: re.Match[str]) -> str | None:
     """ "we adopted a greyhound", "our son Arjun was born in may": the household's life, not the
     team's work (nothing of a project is named)."""
     text = match.string
-    if not _HOUSEHOLD.search(text) or _PROJECT_NOUNS.search(text) or is_technical(text):
+    if not HOUSEHOLD.search(text) or PROJECT_NOUNS.search(text) or is_technical(text):
         return None
     if len(text.split()) < 3:
         return None
@@ -233,7 +183,7 @@ def _life_event(match: re.Match[str]) -> str | None:
     """ "I started a new job at Acme", "I ran my first marathon": the user's life, not a work step
     ("I started refactoring the parser" names code and is left out)."""
     text = match.string
-    if is_technical(text) or _PROJECT_NOUNS.search(text) or len(text.split()) < 4:
+    if is_technical(text) or PROJECT_NOUNS.search(text) or len(text.split()) < 4:
         return None
     return third_person(text)
 
@@ -245,7 +195,7 @@ def _place(match: re.Match[str]) -> str:
 def _team_statement(match: re.Match[str]) -> str | None:
     verb = match["verb"].lower()
     if (
-        verb in _NOT_CONVENTION_VERBS
+        verb in NOT_CONVENTION_VERBS
         or verb.endswith("ed")
         or not (is_specific(match["rest"]) or is_technical(match.string) or has_schedule(match["rest"]))
     ):
@@ -256,7 +206,7 @@ def _team_statement(match: re.Match[str]) -> str | None:
 def _statement(match: re.Match[str]) -> str | None:
     """A bare statement ("The staging environment gets wiped every Sunday night") about the project."""
     text = match.string
-    if not (reads_as_statement(text) and (has_schedule(text) or is_specific(text)) and _PROJECT_NOUNS.search(text)):
+    if not (reads_as_statement(text) and (has_schedule(text) or is_specific(text)) and PROJECT_NOUNS.search(text)):
         return None
     return third_person(text)
 
@@ -268,7 +218,7 @@ def _our(match: re.Match[str]) -> str | None:
 
 def _scheduled(match: re.Match[str]) -> str | None:
     verb = match["verb"].lower()
-    if verb in _NOT_SCHEDULE_VERBS or not has_schedule(match.string):
+    if verb in NOT_SCHEDULE_VERBS or not has_schedule(match.string):
         return None
     return third_person(match.string)
 

@@ -26,6 +26,7 @@ from datetime import date
 from typing import Any
 
 from capture import rule_table as table
+from capture import vocabulary
 from capture.changes import Change, Known, Matcher, message_change, named_old, read_change
 from capture.people import EARLIER_CHARS, names_said, object_named
 from capture.proposals import ProposedMemory
@@ -323,7 +324,7 @@ def _skip_sentence(sentence: str) -> bool:
         or is_question(sentence)
         or is_hedged(sentence)
         or _holds_secret(sentence)
-        or bool(table.SECRETISH.search(sentence))
+        or bool(vocabulary.SECRETISH.search(sentence))
     )
 
 
@@ -445,7 +446,7 @@ def _assemble(
 
 
 _PERSONAL_WORDS = re.compile(
-    rf"\b(?:{table.HEALTH}|{table.STATE}|{table.FAMILY}|allergic|allergy|diagnosed|doctor|pregnan(?:t|cy)|birthday|my\s+(?:wife|husband|"
+    rf"\b(?:{vocabulary.HEALTH}|{vocabulary.STATE}|{vocabulary.FAMILY}|allergic|allergy|diagnosed|doctor|pregnan(?:t|cy)|birthday|my\s+(?:wife|husband|"
     r"partner|home|address|phone|email))\b|\bthe user's\s+(?:family|home|address|phone|email|doctor|health|diet)\b",
     table.ICASE,
 )

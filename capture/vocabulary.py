@@ -1,0 +1,74 @@
+"""The words the rule extractor reads by: people close to the user, health and diet, what a
+project is made of, what a credential looks like. ``capture.rule_table`` builds its rules from them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from capture.text import word_set
+
+ICASE = re.IGNORECASE
+
+PROFILE_NOUNS = word_set(
+    """timezone zone name role title job team company employer editor ide os shell terminal laptop machine stack
+    language languages pronouns handle username location city country background specialty specialisation
+    specialization focus framework database setup workflow level experience birthday age anniversary hours
+    schedule diet commute manager boss mentor colleague coworker teammate lead therapist doctor dentist landlord"""
+)
+PROFILE_ADJECTIVES = ("preferred", "favorite", "favourite", "main", "primary", "usual", "default", "native")
+PETS = (
+    r"(?:dogs?|cats?|pets?|pupp(?:y|ies)|kittens?|greyhounds?|labradors?|retrievers?|poodles?|terriers?|beagles?|"
+    r"spaniels?|collies?|dachshunds?|huskies|husky|corgis?|hamsters?|rabbits?|bunn(?:y|ies)|parrots?|budgies?|"
+    r"tortoises?|turtles?|guinea pigs?|horses?|ponies|pony)"
+)
+FAMILY = (
+    r"(?:kids?|children|child|sons?|daughters?|twins|wife|husband|partner|spouse|girlfriend|boyfriend|"
+    r"fianc[ée]e?|mom|mum|mother|dad|father|parents|sisters?|brothers?|siblings|grandkids|grandchildren|"
+    r"grandma|grandpa|grandmother|grandfather|aunt|uncle|cousins?|niece|nephew|in-laws|"
+    rf"bab(?:y|ies)|newborn|toddler|{PETS})"
+)
+# People the user names outside the family: "my colleague june co-presented".
+ACQUAINTANCES = (
+    r"(?:colleague|co-?worker|manager|boss|teammate|mentor|(?:best\s+)?friend|therapist|doctor|neighbou?r|flatmate|"
+    r"roommate|landlord|cofounder|co-founder)"
+)
+# What a household does together: "we" and "our" around these are the user's family, not the team.
+HOUSEHOLD = re.compile(
+    rf"\b(?:{FAMILY}|house|home|flat|apartment|condo|garden|backyard|kitchen|mortgage|rent|landlord|car|"
+    r"wedding|honeymoon|anniversary|vacation|holiday|neighbou?rs?|adopted|pregnant|born|married|engaged|"
+    r"dinner|groceries|weekend|moved)\b",
+    ICASE,
+)
+HEALTH = (
+    r"(?:diabetes|asthma|adhd|autism|dyslexia|coeliac|celiac|crohn's|ibs|arthritis|epilepsy|migraines?|"
+    r"hypertension|high blood pressure|anxiety|depression|allerg(?:y|ies)|intolerances?|insomnia|tinnitus|"
+    r"eczema|(?:a\s+)?(?:heart|thyroid|kidney|back|knee)\s+(?:condition|problem|injury)|disability|"
+    r"(?:motion|travel|sea|car)[- ]?sickness|hay ?fever|panic attacks|chronic pain)"
+)
+STATE = (
+    r"(?:vegan|vegetarian|pescatarian|pescetarian|gluten[- ]free|dairy[- ]free|lactose[- ]free|diabetic|"
+    r"pregnant|left[- ]handed|right[- ]handed|colou?r[- ]?blind|deaf|hard of hearing|dyslexic|autistic|"
+    r"epileptic|asthmatic|married|divorced|engaged|widowed|retired|sober|teetotal|kosher|halal|"
+    r"(?:lactose|gluten|fructose|histamine|dairy)[- ]intolerant|allergic\s+to)"
+)
+# Verbs after "we" that narrate or wish rather than state how the team works.
+NOT_CONVENTION_VERBS = word_set(
+    """need want have had could should might may can will would did were was got went tried saw think thought
+    know hope like love hate talked met discussed just still really are is am wonder guess feel felt said told
+    asked looked found started finished fixed broke noticed learned learnt made"""
+)
+NOT_SCHEDULE_VERBS = word_set("need want think hope guess wish feel know mean love like hate am was wonder")
+PROJECT_NOUNS = re.compile(
+    r"\b(?:staging|production|prod|release|releases|deploys?|deployments?|builds?|ci|sprint|standups?|"
+    r"code freeze|launch|repo|server|servers|cluster|pipeline|database|backend|frontend|api|service|services)\b",
+    ICASE,
+)
+# "My AWS key is AKIA…": a credential's label with a value, however cut or masked.
+SECRETISH = re.compile(
+    r"\b(?:passwords?|passphrase|passcode|pin|api[ _-]?keys?|(?<!the )keys?(?!\s+(?:insight|takeaway|point|"
+    r"learning|decision|question|idea|part|thing|lesson|difference|feature|benefit|factor|step))|tokens?|"
+    r"secrets?|credentials?|connection string)\b(?:\s+\w+){0,2}?\s*(?:is|are|was|:|=)\s*"
+    r"(?=\S*[\d…_/+=*-]|(?-i:[A-Z0-9]{4,}))",
+    ICASE,
+)
