@@ -24,7 +24,10 @@ from capture.text import (
 )
 from capture.vocabulary import (
     ACQUAINTANCES,
+    BODY_MEASURES,
+    BUSINESSES,
     FAMILY,
+    FOODS,
     HEALTH,
     HOUSEHOLD,
     NOT_CONVENTION_VERBS,
@@ -33,6 +36,7 @@ from capture.vocabulary import (
     PROFILE_NOUNS,
     PROJECT_NOUNS,
     STATE,
+    TRADES,
 )
 
 ICASE = re.IGNORECASE
@@ -42,7 +46,7 @@ PARTICLE = re.compile(r"^(?:(?:to|on|that|with|for|about|using)\s+)+", ICASE)
 CLAUSE_SPLIT = re.compile(
     r"\s*(?:;|,\s+so\s+|(?:,?\s+(?:and|but|plus)\s+(?:also\s+)?|,\s+)"
     r"(?=(?:i|i'm|i've|i'd|i'll|we|we're|we've|we'll|my|our|the team|team\s+[a-z]+(?:ed|s)|please|let's)\b)"
-    r"|,\s+(?=(?:use|always|don't|do not|it's|it is|it was|she|he|she's|he's|they)\b)"
+    r"|,\s+(?=(?:use|always|don't|do not|it's|it is|it was|it\s+[a-z]+(?:s|ed)|she|he|she's|he's|they)\b)"
     # ", and releases are tagged vX": a new subject with its own verb.
     r"|,\s+(?:and|but)\s+(?=(?:the\s+|our\s+)?[\w.-]+(?:\s+[\w.-]+)?\s+(?:is|are|was|were|will|has|have|gets?)\b)"
     r"|,\s+(?=(?-i:[A-Z])[\w.-]*\s+(?:is|are|was|were|will)\b))",
@@ -61,7 +65,10 @@ _NOT_IMPERATIVE = word_set(
 )
 INTRO = re.compile(
     r"^(?:after\s+[^,]{3,40}?|in the end|eventually|finally|at last|yesterday|today|last (?:week|month|year|sprint)|"
-    r"this (?:morning|week)|these days|nowadays|now)\s*,?\s+(?=(?:we|i|i'm|i've|the team|our|my)\b)",
+    r"this (?:morning|week)|these days|nowadays|now|"
+    # "doc says my blood pressure is too high": what a doctor found, said of the user.
+    r"(?:my\s+|the\s+)?(?:doc|doctor|gp|dentist|physio|consultant|specialist)\s+(?:says|said|thinks|confirmed|"
+    r"told me)(?:\s+that)?)\s*,?\s+(?=(?:we|i|i'm|i've|the team|our|my)\b)",
     ICASE,
 )
 DATED_INTRO = re.compile(r"^(?:yesterday|today|last (?:week|month|year)|this (?:morning|week))\b", ICASE)
@@ -188,6 +195,10 @@ def _life_event(match: re.Match[str]) -> str | None:
     return third_person(text)
 
 
+def _none_for_me(match: re.Match[str]) -> str:
+    return f"the user has no {match['food'].lower()}{third_person(match['rest'])}"
+
+
 def _place(match: re.Match[str]) -> str:
     return f"the user lives in {match['place']}"
 
@@ -270,17 +281,26 @@ RULES: Rules = (
         _PERSONAL,
         _whole,
         rf"^i(?:'m| am)(?:\s+(?:also|very|severely|mildly|slightly|quite|extremely|highly|seriously|currently))*\s+"
-        rf"(?P<rest>{STATE}.*)",
+        rf"(?P<rest>(?:type\s+[12]\s+)?{STATE}.*)",
         rf"^i(?:'ve| have)(?:\s+got)?(?:\s+also)?\s+(?!a\s+(?:question|problem|bug|meeting|call|idea|feeling)\b)"
         rf"(?P<rest>(?:.*\b{HEALTH}\b.*|(?:a|an|one|two|three|four|five|\d+)\s+(?:[\w-]+\s+){{0,2}}?{FAMILY}\b.*|"
         rf"twins\b.*))",
         r"^i(?:'m| am)\s+(?:currently\s+|also\s+)?(?:training for|learning|studying|preparing for|saving (?:up )?for|"
         r"recovering from|expecting)\s+(?P<rest>.+)",
         r"^i\s+take\s+(?P<rest>.*\b(?:medication|meds|medicine|pills?|insulin|vitamins?|supplements?|inhaler)\b.*)",
-        rf"^i(?:'ve| have)\s+(?:gone|become|turned|been)\s+(?P<rest>{STATE}.*)",
+        rf"^i(?:(?:'ve| have)\s+(?:gone|become|turned|been)|\s+(?:went|turned|became|keep))\s+(?P<rest>{STATE}.*)",
         rf"^i\s+(?:get|suffer from|struggle with|live with)\s+(?P<rest>.*\b{HEALTH}\b.*)",
         r"^i(?:\s+(?:never|don't|do not|rarely|only|can't|cannot))\s+(?:eat|drink|smoke)\b\s*(?P<rest>.+)",
+        rf"^i\s+(?:can't|cannot|can not|don't|do not|never)\s+(?:do|have|handle|tolerate|stomach|digest)\s+"
+        rf"(?P<rest>{FOODS}\b.*)",
+        rf"^i(?:'ve| have)?\s+been\s+off\s+(?P<rest>{FOODS}\b.*)",
+        rf"^(?P<rest>{FOODS}\s+(?:makes|gives|leaves)\s+me\b.+)",
+        rf"^my\s+(?P<rest>(?:[\w-]+\s+){{0,2}}?(?:allerg(?:y|ies)|intolerances?|diagnosis|diet|{BODY_MEASURES}|{HEALTH})"
+        rf"\s+(?!is\s+(?:a|an|the|that|this|so|very|kinda|such)\b).+)",
+        r"^i(?:'m| am)\s+(?:on|following|doing)\s+(?P<rest>(?:an?\s+)?(?:[\w-]+\s+){0,3}diet\b.*)",
     ),
+    # "no red meat for me, just chicken and fish".
+    *_rules(_PERSONAL, _none_for_me, rf"^(?:no|zero)\s+(?P<food>(?:[\w-]+\s+)?{FOODS})\s+for\s+me\b(?P<rest>.*)"),
     *_rules(_PERSONAL, _household, rf"^my\s+(?P<rest>{FAMILY}(?:\s+(?-i:[A-Z])[\w'-]+)?\s+(?!is\b|are\b).+)"),
     # "dad broke his ankle": a parent named as people name their own, without "my".
     *_rules(
@@ -333,6 +353,11 @@ RULES: Rules = (
         r"nights?|night shifts|part[- ]time|full[- ]time|weekends|with)\b.+)",
         r"^i(?:\s+(?:currently|now|still))?\s+live\s+(?P<rest>(?:in|at|on|near|with|outside|by)\b.+)",
         r"^i(?:'m| am)\s+(?:based in|located in|from)\s+(?P<rest>.+)",
+        r"^i\s+teach\s+(?!myself\b|(?:my|the)\s+(?:kids?|son|daughter|dog)\b)(?P<rest>.+)",
+        rf"^i\s+(?:run|own|co-?own|manage)\s+(?P<rest>(?:an?|my own|my|the)\s+(?:[\w-]+\s+){{0,2}}?{BUSINESSES}\b.*)",
+        rf"^i\s+do\s+(?P<rest>.+\bfor a living\b.*|(?:[\w-]+\s+){{0,2}}?{TRADES}\s+(?:for|at|in|with)\b.+)",
+        r"^i(?:'ve| have)\s+been\s+an?\s+(?!(?:bit|little|lot|mess|wreck|nightmare)\b)"
+        r"(?P<rest>[\w-]+(?:\s+[\w-]+){0,3}\s+(?:for|since)\b.+)",
     ),
     *_rules(
         _USER_FACT,

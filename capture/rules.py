@@ -262,10 +262,12 @@ def _from_sentence(body: str, readings: list[table.Reading], sentence: str) -> I
 
 
 # A clause chat leaves without its subject ("started therapy, once a week", "starting at monzo on
-# the 2nd"): the user's own life, told as a step they took or are taking.
+# the 2nd", "been off gluten for a year"): the user's own life, told as a step they took or are taking.
 _SUBJECTLESS = re.compile(
     r"^(?:(?:also|just|finally|recently|officially)\s+)*"
-    r"(?:(?P<past>started|joined|adopted|began|booked|signed up)|(?P<ing>starting|joining))\b",
+    rf"(?:(?P<past>started|joined|adopted|began|booked|signed up|went(?=\s+{vocabulary.STATE})|"
+    r"(?:quit|gave up)(?!\s+(?:it|that|this)\b))|(?P<ing>starting|joining)|"
+    r"(?P<perfect>been))\b",
     re.IGNORECASE,
 )
 
@@ -280,7 +282,7 @@ def _with_subject(clause: str) -> str:
     match = _SUBJECTLESS.match(clause)
     if match is None:
         return clause
-    return ("i'm " if match["ing"] else "i ") + clause
+    return ("i'm " if match["ing"] else "i've " if match["perfect"] else "i ") + clause
 
 
 def _completes(previous: table.Found, clause: str) -> bool:

@@ -142,7 +142,7 @@ _STATEMENT_VERB = re.compile(
 _KEEP_VERBS = word_set(
     """can could will would shall should must may might can't cannot couldn't won't wouldn't shouldn't
     mustn't didn't did had was went chose made wrote saw took ran found got built thought knew began broke
-    left kept felt spent sent told said paid met led brought bought caught taught sought won lost meant understood
+    left kept felt spent sent told said paid met led brought bought caught taught sought won lost meant understood quit
     forgot gave came became drove grew held heard stood swore wore tore rode spoke stole woke sold"""
 )
 _IRREGULAR_VERBS = {

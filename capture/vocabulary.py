@@ -50,7 +50,26 @@ STATE = (
     r"(?:vegan|vegetarian|pescatarian|pescetarian|gluten[- ]free|dairy[- ]free|lactose[- ]free|diabetic|"
     r"pregnant|left[- ]handed|right[- ]handed|colou?r[- ]?blind|deaf|hard of hearing|dyslexic|autistic|"
     r"epileptic|asthmatic|married|divorced|engaged|widowed|retired|sober|teetotal|kosher|halal|"
-    r"(?:lactose|gluten|fructose|histamine|dairy)[- ]intolerant|allergic\s+to)"
+    r"(?:lactose|gluten|fructose|histamine|dairy)[- ]intolerant|allergic\s+to|unemployed|self[- ]employed|"
+    r"between jobs|out of work|job hunting|on (?:maternity|paternity|parental|sick) leave)"
+)
+# What a diet or a body rules out: "i can't do dairy", "no red meat for me", "shellfish makes me ill".
+FOODS = (
+    r"(?:dairy|milk|cheese|lactose|gluten|wheat|eggs?|(?:tree\s+)?nuts?|peanuts?|shellfish|seafood|fish|"
+    r"(?:red\s+)?meat|pork|beef|soy|sesame|sugar|salt|caffeine|coffee|alcohol|booze|spicy food|garlic|onions?)"
+)
+# Measures of the body a doctor reads: "my blood pressure is too high".
+BODY_MEASURES = r"(?:blood pressure|cholesterol|blood sugar|iron levels?|vitamin d|heart rate|bmi)"
+# What someone does for a living when said as "i do X for a company".
+TRADES = (
+    r"(?:engineering|marketing|design|accounting|bookkeeping|sales|research|consulting|nursing|admin|support|"
+    r"operations|ops|hr|finance|analytics|recruiting|pr|comms|policy|devops|security|ux|qa|payroll|logistics|"
+    r"copywriting|translation|tutoring|physio|physiotherapy|photography|plumbing|carpentry|catering)"
+)
+# A business someone runs or owns.
+BUSINESSES = (
+    r"(?:business|company|bakery|shop|store|cafe|café|restaurant|studio|practice|agency|salon|clinic|farm|bar|"
+    r"pub|gym|startup|consultancy|charity|nursery|food truck|b&b|bnb)"
 )
 # Verbs after "we" that narrate or wish rather than state how the team works.
 NOT_CONVENTION_VERBS = word_set(

@@ -848,3 +848,49 @@ def test_her_and_him_after_a_verb_name_the_one_spoken_of() -> None:
 def test_standing_facts_said_in_chat(text: str, content: str) -> None:
     found = [m.content for m in extract_from_window(_said(text))]
     assert any(content in memory for memory in found), found
+
+
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [
+        ("i'm type 1 diabetic so i watch carbs", "The user is type 1 diabetic so the user watches carbs."),
+        ("i went vegan in march", "The user went vegan in March 2026."),
+        ("i can't do dairy at all", "The user can't do dairy at all."),
+        ("been off gluten for a year now", "The user has been off gluten for a year."),
+        ("shellfish makes me really sick", "Shellfish makes the user really sick."),
+        ("my nut allergy is pretty bad", "The user's nut allergy is pretty bad."),
+        ("doc says my blood pressure is too high", "The user's blood pressure is too high."),
+        ("i'm on a low sodium diet", "The user is on a low sodium diet."),
+        ("no red meat for me, just chicken and fish", "The user has no red meat, just chicken and fish."),
+        ("quit smoking in june", "The user quit smoking in June 2025."),
+        ("i'm between jobs", "The user is between jobs."),
+    ],
+)
+def test_diet_and_health_said_the_way_people_say_them_are_kept(text: str, content: str) -> None:
+    assert [m.content for m in extract_from_window(_said(text))] == [content]
+
+
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [
+        ("i teach year 5 at a primary school in leeds", "The user teaches year 5 at a primary school in leeds."),
+        ("i run a small bakery in porto", "The user runs a small bakery in porto."),
+        ("i do marketing for a bike company", "The user does marketing for a bike company."),
+        ("i do plumbing for a living", "The user does plumbing for a living."),
+        ("i've been a nurse for 12 years", "The user has been a nurse for 12 years."),
+    ],
+)
+def test_work_said_as_what_the_user_does_is_kept(text: str, content: str) -> None:
+    assert [(m.content, m.category) for m in extract_from_window(_said(text))] == [(content, "user-facts")]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "i've been a bit of a mess for weeks",
+        "i can't do this anymore",
+        "quit it, you're making this harder",
+    ],
+)
+def test_look_alikes_of_diet_and_work_facts_are_not_kept(text: str) -> None:
+    assert extract_from_window(_said(text)) == []

@@ -1,4 +1,4 @@
-"""evaluation/data/pipeline/natural.jsonl keeps the promises of evaluation/data/pipeline/README.md.
+"""evaluation/data/pipeline/natural*.jsonl keep the promises of evaluation/data/pipeline/README.md.
 
 A question whose evidence does not state its answer would score the pipeline against a fact
 nobody said; an "unanswerable" question with an answer would reward returning noise.
@@ -14,12 +14,15 @@ from typing import Any
 import pytest
 
 from conversations.dates import MONTHS, WEEKDAYS
-from evaluation.natural import SPLITS, alias_in, any_alias_in, load_natural
+from evaluation.natural import NATURAL_MORE_PATH, NATURAL_PATH, SPLITS, alias_in, any_alias_in, load_natural
 
 QUESTION_TYPES = ("single", "multi", "temporal", "change", "unanswerable")
 _NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5}
 
-PEOPLE = load_natural()
+# Each file with the fewest people it promises.
+SETS = {"natural": (NATURAL_PATH, 40), "natural_more": (NATURAL_MORE_PATH, 18)}
+LOADED = {name: load_natural(path) for name, (path, _) in SETS.items()}
+PEOPLE = [person for people in LOADED.values() for person in people]
 QUESTIONS = [(person, q) for person in PEOPLE for q in person["questions"]]
 
 
@@ -67,11 +70,14 @@ def _message(person: dict[str, Any], pair: list[int]) -> Any:
     return person["sessions"][session]["messages"][index]
 
 
-def test_size_and_shape() -> None:
-    assert len(PEOPLE) >= 40
+@pytest.mark.parametrize("name", SETS)
+def test_size_and_shape(name: str) -> None:
+    people = LOADED[name]
+    assert len(people) >= SETS[name][1]
+    # Ids are unique across both files, so their figures can be pooled.
     assert len({p["person"] for p in PEOPLE}) == len(PEOPLE)
     assert len({q["id"] for _, q in QUESTIONS}) == len(QUESTIONS)
-    for person in PEOPLE:
+    for person in people:
         assert person["split"] in SPLITS, person["person"]
         assert len(person["sessions"]) >= 3, person["person"]
         assert 4 <= len(person["questions"]) <= 8, person["person"]
@@ -83,20 +89,24 @@ def test_size_and_shape() -> None:
             assert all(m["content"].strip() for m in session["messages"])
 
 
-def test_about_a_third_is_held_out() -> None:
-    held = sum(p["split"] == "heldout" for p in PEOPLE)
-    assert 0.25 <= held / len(PEOPLE) <= 0.40
+@pytest.mark.parametrize("name", SETS)
+def test_about_a_third_is_held_out(name: str) -> None:
+    people = LOADED[name]
+    held = sum(p["split"] == "heldout" for p in people)
+    assert 0.25 <= held / len(people) <= 0.40
     # Both splits must be able to report every kind of question on their own.
     for split in SPLITS:
-        kinds = {q["type"] for p, q in QUESTIONS if p["split"] == split}
+        kinds = {q["type"] for p in people if p["split"] == split for q in p["questions"]}
         assert {"single", "temporal", "change", "unanswerable"} <= kinds, split
 
 
-def test_unanswerable_share_and_shape() -> None:
-    counts = Counter(q["type"] for _, q in QUESTIONS)
+@pytest.mark.parametrize("name", SETS)
+def test_unanswerable_share_and_shape(name: str) -> None:
+    questions = [q for p in LOADED[name] for q in p["questions"]]
+    counts = Counter(q["type"] for q in questions)
     assert set(counts) <= set(QUESTION_TYPES)
-    assert counts["unanswerable"] / len(QUESTIONS) >= 0.20
-    for _, q in QUESTIONS:
+    assert counts["unanswerable"] / len(questions) >= 0.20
+    for q in questions:
         if q["type"] == "unanswerable":
             assert q["answers"] == [] and q["evidence"] == [], q["id"]
         else:

@@ -11,7 +11,8 @@ is in ``evaluation/pipeline_scores.py``. Prints tables per group (split or conve
 
 Datasets:
 
-* ``--dataset natural [--split dev|heldout|all]``: ``evaluation/data/pipeline/natural.jsonl`` (its README).
+* ``--dataset natural [--split dev|heldout|all]``: ``evaluation/data/pipeline/natural.jsonl`` (its README);
+  ``--natural evaluation/data/pipeline/natural_more.jsonl`` for the set written later.
 * ``--dataset locomo --locomo PATH [--conversations N]``: LoCoMo's ``locomo10.json`` read from
   PATH at run time (CC BY-NC evaluation data: never copied into the repository). Each speaker is
   their own user (their turns ``user``, the other's ``assistant``); category 1–4 questions only.
