@@ -45,6 +45,11 @@ class Message(models.Model):
     correlation_id = models.CharField(max_length=100, blank=True, default="")
     embedding_model = models.CharField(max_length=100, blank=True, default="")
     embedding = FloatVectorField(null=True, blank=True)
+    # A user message's sentences and clauses, each embedded alone with ``embedding_model``
+    # (float32 rows back to back): in "help me budget? i freelance as a translator, so my income
+    # swings" the whole message's vector is about budgets, and "what do i do for work" finds the
+    # clause (``retrieval.vectors.message_vectors.passages``). None: only the whole is searched.
+    passage_vectors = models.BinaryField(null=True, blank=True, editable=False)
     # When the message was said, as its sender dated it (``timestamp``); else when it arrived.
     said_at = models.DateTimeField(null=True, blank=True)
     # The message before it, as said (cut): "called the arch" answers "which gym do you go to?",

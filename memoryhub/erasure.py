@@ -33,7 +33,7 @@ from memories.models import (
 from profiles.models import Profile
 from retrieval.embedding.vector_cache import cache_key, cache_names
 from retrieval.models import KeywordStats, RetrievalLog
-from retrieval.vectors.message_vectors import searched_text
+from retrieval.vectors.message_vectors import passage_texts, searched_text
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +44,11 @@ def erase_user(*, project: Project, user_id: str) -> dict[str, int]:
         memories = Memory.objects.filter(project=project, user_id=user_id)
         memory_ids = list(memories.values_list("pk", flat=True))
         conversations = Conversation.objects.filter(project=project, user_id=user_id)
-        said = list(Message.objects.filter(conversation__in=conversations).only("content", "context"))
-        # A message's vector is cached under the text it was embedded from (with its context).
+        said = list(Message.objects.filter(conversation__in=conversations).only("role", "content", "context"))
+        # A message's vectors are cached under the texts they were embedded from (with its
+        # context, and each of its passages).
         texts = [*memories.values_list("content", flat=True), *(m.content for m in said), *map(searched_text, said)]
+        texts += [text for message in said for text in passage_texts(message)]
         models = {*Embedding.objects.filter(memory_id__in=memory_ids).values_list("model", flat=True)}
         models |= {*Message.objects.filter(conversation__in=conversations).values_list("embedding_model", flat=True)}
         models.discard("")

@@ -3,7 +3,8 @@
 An extractor misses things people say in passing ("we adopted a greyhound on saturday, her name is
 Pixel"); the message itself is still kept (``capture.services.capture_submit``), so a question
 about it can still be answered in the user's own words. Episodes are found the way memories are,
-by meaning (the messages' vectors, ``retrieval.vectors.message_vectors``) and by their words (an IDF-weighted
+by meaning (the messages' vectors, and those of their sentences and clauses: the best of them,
+``retrieval.vectors.message_vectors``) and by their words (an IDF-weighted
 share of the query's words, the same signal the memory search calls ``coverage``), and scored by the
 same relevance model, so one cut and one ranking hold both (``retrieval.engine``).
 
@@ -26,13 +27,17 @@ from django.db import connection
 
 from conversations.dates import annotate
 from conversations.models import Message
-from memories.fields import vector_literal
+from memories.fields import vector_literal, vectors_from_binary
 from memories.models import Memory, Project
 from retrieval.ranking import relevance
 from retrieval.ranking.search import Candidate
 
 # How many episodes each half (meaning, words) proposes before scoring.
 EPISODE_DEPTH = 30
+# Two messages are about the same thing when some passage of one is this close to some passage of
+# the other (MiniLM cosine; "we deploy to fly.io" / "we actually dropped fly.io": 0.58, "i use zsh"
+# / "switched to fish shell": 0.59). Chosen on the natural sets' dev people (docs/adr/0124-passages.md).
+SAME_TOPIC = 0.4
 # An episode's id in the shared ranking, so it cannot collide with a memory's.
 PREFIX = "episode:"
 # An episode whose memory was superseded keeps this share of its score: still findable, below the news.
@@ -42,7 +47,7 @@ OUTDATED_FACTOR = 0.5
 # "sicily is postponed to september"; "i'm going solo" after "not solo anymore").
 _CHANGED = re.compile(
     r"\b(?:any ?more|no longer|instead|actually|switched|changed|moved|postponed|rescheduled|"
-    r"pushed back|cancell?ed|dropped|ditched|quit|stopped|update)\b",
+    r"pushed (?:back|out|to)|cancell?ed|dropped|ditched|quit|stopped|update)\b",
     re.IGNORECASE,
 )
 # A message whose memories left out this share of its words is returned beside them (a filler or
@@ -74,6 +79,10 @@ class Episode:
     outdated: bool = False
     # Its words as the full-text search reads them (stemmed, no stop words).
     words: frozenset[str] = field(default=frozenset(), repr=False)
+    # What it says, by meaning: its passages' vectors, else its own (``message_vectors.passages``).
+    vectors: np.ndarray | None = field(default=None, repr=False)
+    # The latest message among those found that says this one changed.
+    overtaken_by: Episode | None = field(default=None, repr=False)
 
     @property
     def key(self) -> str:
@@ -120,6 +129,8 @@ SELECT mine.id::text, keyword.coverage, mine.id IN (SELECT id FROM nearest),
                WHERE old.project_id = %(project)s AND old.user_id = %(user)s AND old.status = 'superseded'
                  AND old.source -> 'messages' @> jsonb_build_array(jsonb_build_object('id', mine.id::text))),
        tsvector_to_array(to_tsvector('english', m.content)),
+       CASE WHEN m.embedding_model = %(model)s THEN m.passage_vectors END,
+       CASE WHEN m.embedding_model = %(model)s THEN vector_send(m.embedding) END,
        c.id::text, c.session_id, m.role, m.content, m.context, coalesce(m.said_at, m.created_at), m.correlation_id
 FROM mine LEFT JOIN keyword ON keyword.id = mine.id
 JOIN memories_message m ON m.id = mine.id JOIN memories_conversation c ON c.id = m.conversation_id
@@ -147,14 +158,20 @@ def find(
         cursor.execute(_statement(count), params)
         rows = cursor.fetchall()
     found = []
-    for message_id, coverage, near, distances, outdated, words, *message in rows:
+    for message_id, coverage, near, distances, outdated, words, passage_vectors, whole, *message in rows:
         cosines = [None if d is None else 1.0 - float(d) for d in (distances or [])]
         asked = [c for c in cosines[:query_vectors] if c is not None]
         hyde = [c for c in cosines[query_vectors:] if c is not None]
+        said = _said(whole, passage_vectors)
+        if said is not None and passage_vectors and vectors is not None:
+            # A question asks about one of its clauses: the best of the message and its passages.
+            best = (said @ np.asarray(vectors, dtype=np.float32).T).max(axis=0).tolist()
+            asked, hyde = asked + best[:query_vectors], hyde + best[query_vectors:]
         matched_by = [name for name, hit in (("keyword", coverage is not None), ("vector", near)) if hit]
         episode = _episode(message_id, *message)
         # A message whose memory a later one superseded: what it said has changed since.
         episode.outdated, episode.matched_by, episode.words = outdated, tuple(matched_by), frozenset(words)
+        episode.vectors = said
         episode.candidate = Candidate(
             memory_id=episode.key,
             rrf=0.0,
@@ -169,14 +186,33 @@ def find(
     return found
 
 
+def _said(whole: bytes | None, passage_vectors: bytes | None) -> np.ndarray | None:
+    """What a message says, by meaning: its passages' vectors (float32 rows), else its own vector
+    (pgvector's binary form); None when it has none in the query's model."""
+    if whole is None:
+        return None
+    vector = vectors_from_binary(bytes(whole), 1)
+    if not passage_vectors:
+        return vector
+    return np.frombuffer(passage_vectors, dtype=np.float32).reshape(-1, vector.shape[1])
+
+
 def _overtaken(found: Sequence[Episode]) -> None:
     """Mark each episode a later one among ``found`` says has changed: a ``_CHANGED`` word with,
-    within a few words of it, a word of the earlier episode ("sicily is postponed")."""
+    within a few words of it, a word of the earlier episode ("sicily is postponed"), or anywhere
+    in a message about the same thing ("switched to fish shell" after "i use zsh")."""
     changes = [(e, near) for e in found if (near := _near_changes(e.content))]
     for older in found:
-        if not older.outdated:
-            stems = {w[:_STEM] for w in older.words if len(w) >= _MIN_WORD}
-            older.outdated = any(n.said_at > older.said_at and stems & near for n, near in changes)
+        stems = {w[:_STEM] for w in older.words if len(w) >= _MIN_WORD}
+        later = [n for n, near in changes if n.said_at > older.said_at and (stems & near or _same_topic(n, older))]
+        if later:
+            older.outdated, older.overtaken_by = True, max(later, key=lambda n: n.said_at)
+
+
+def _same_topic(one: Episode, other: Episode) -> bool:
+    if one.vectors is None or other.vectors is None:
+        return False
+    return float((one.vectors @ other.vectors.T).max()) >= SAME_TOPIC
 
 
 def _near_changes(content: str) -> set[str]:
@@ -249,7 +285,14 @@ def score(found: Sequence[Episode], *, stats: relevance.Background | None, query
     else:
         values = [e.score for e in relevance.evidences(candidates, stats=stats, query_vectors=query_vectors)]
     for episode, value in zip(found, values, strict=True):
-        episode.score = value * OUTDATED_FACTOR if episode.outdated else value
+        episode.score = value * OUTDATED_FACTOR if episode.outdated and episode.overtaken_by is None else value
+    # What a later message changed ranks below it, and the later one at least as high as what
+    # it changed: it is about the same thing, and it is the news ("japan got pushed to october"
+    # for "when are we going to japan", after "booking japan for april").
+    for older in sorted(found, key=lambda e: e.said_at):
+        if older.overtaken_by is not None:
+            older.overtaken_by.score = max(older.overtaken_by.score, older.score)
+            older.score *= OUTDATED_FACTOR
 
 
 def without_sources(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 import pytest
 
 from capture.models import CaptureJob
@@ -295,3 +296,57 @@ def test_a_message_goes_when_its_memory_says_it_and_stays_when_the_memory_kept_o
     ranked, left = episodes.without_sources(kept, [whole, part])
     assert left == [part]  # the talk's subject is in no memory
     assert [score for _, score in ranked] == [0.3, 0.2]  # the memory that stands for its message takes its score
+
+
+def test_a_fact_in_one_clause_of_a_long_message_is_found_by_that_clause(api):
+    capture(
+        api,
+        [
+            {"role": "assistant", "content": "Happy to help with meal planning. What does your week look like?"},
+            {
+                "role": "user",
+                "content": "ugh chaotic. can you plan cheap dinners for the whole week? i work nights as a paramedic "
+                "so my sleep is a mess, and the kids hate anything green lol",
+            },
+        ],
+    )
+    body = ask(api, "what's my job?")
+    assert any("paramedic" in text for text in texts(body)), body
+
+
+def test_a_later_message_about_the_same_thing_takes_the_place_of_what_it_changed(api):
+    capture(
+        api,
+        [
+            {"role": "assistant", "content": "What does your setup look like?"},
+            {"role": "user", "content": "our app is a rails monolith btw, and we host it on heroku"},
+        ],
+        session_id="s1",
+    )
+    capture(
+        api,
+        [
+            {"role": "assistant", "content": "How did the quarter go?"},
+            {"role": "user", "content": "update, we actually ditched heroku, everything runs on render now, cheaper"},
+        ],
+        session_id="s2",
+    )
+    body = ask(api, "where do we host the app?")
+    ranked = sorted([*body["memories"], *body["episodes"]], key=lambda item: -item["score"])
+    assert ranked and "render" in ranked[0]["content"], ranked
+
+
+def test_a_change_word_outdates_an_earlier_message_close_in_meaning_without_a_shared_word():
+    def said(content: str, day: int, direction: list[float]) -> episodes.Episode:
+        vector = np.asarray([direction], dtype=np.float32)
+        return episodes.Episode(
+            id=content, conversation_id="c", session_id="s", role="user", content=content,
+            said_at=datetime(2026, 3, day, tzinfo=UTC), vectors=vector / np.linalg.norm(vector),
+        )  # fmt: skip
+
+    shell = said("i use zsh with oh-my-zsh", 1, [1.0, 0.2, 0.0])
+    pets = said("my cat sleeps on the keyboard", 2, [0.0, 0.0, 1.0])
+    fish = said("switched to fish, it just works", 3, [0.9, 0.5, 0.0])
+    found = [shell, pets, fish]
+    episodes._overtaken(found)
+    assert [(e.outdated, e.overtaken_by) for e in found] == [(True, fish), (False, None), (False, None)]
