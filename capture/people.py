@@ -40,14 +40,24 @@ _IT_NAMES = re.compile(
     r"podcast|newsletter|shop|restaurant|cafe|bakery|boat|car|van)\b",
     table.ICASE,
 )
+# How chat shortens a relation: "my bf kai", "my gf ayesha".
+_SHORT_FOR = {"bf": "boyfriend", "gf": "girlfriend", "hubby": "husband", "wifey": "wife", "fiance": "fiancé"}
 # "my sister nora is visiting", "my mate dev is coming now", "my dog rocco ate a sock": someone
 # close named in passing, between the relation and what they do. The word after the name must be
 # a verb (or "'s"), and the name no word of the sentence's own grammar.
 _APPOSITIVE = re.compile(
-    rf"\bmy\s+(?:(?:little|big|older|younger|baby|best|new|old)\s+)?(?P<who>{vocabulary.FAMILY}|{vocabulary.ACQUAINTANCES}|mate|buddy|pal)\s+"
-    r"(?P<name>[a-z][a-z-]{1,19})(?:'s\b|\s+(?:is|was|has|had|wants|wanted|said|says|got|gets|loves|likes|hates|"
+    rf"\bmy\s+(?:(?:little|big|older|younger|baby|best|new|old)\s+)?"
+    rf"(?P<who>{vocabulary.FAMILY}|{vocabulary.ACQUAINTANCES}|mate|buddy|pal|{'|'.join(_SHORT_FOR)})\s+"
+    r"(?P<name>[a-z][a-z-]{1,19})(?:'s\b|\s+(?:is|was|has|had|wants?|wanted|said|says|got|gets|loves|likes|hates|"
     r"thinks|thought|starts|started|turns|turned|moved|lives|lived|works|worked|came|comes|went|goes|ate|broke|"
-    r"made|makes|took|takes|called|texted|asked|told|found|just|finally|also|still|and\s+i)\b)",
+    r"made|makes|took|takes|called|texted|asked|told|found|just|finally|also|still|built|bought|cooks|cooked|"
+    r"does|did|can|can't|will|keeps|kept|needs|needed|drives|drove|plays|played|helps|helped|and\s+i)\b)",
+    table.ICASE,
+)
+# "biscuit (my cat) sits on the keyboard", "mochi (my pug)": a name with the relation in brackets.
+_BRACKETED = re.compile(
+    rf"\b(?P<name>[a-z][a-z-]{{1,19}})\s+\(\s*my\s+(?P<who>{vocabulary.FAMILY}|{vocabulary.ACQUAINTANCES}|"
+    rf"{'|'.join(_SHORT_FOR)})\s*\)",
     table.ICASE,
 )
 _GRAMMAR_WORDS = (
@@ -110,7 +120,12 @@ def names_said(text: str, found: Sequence[ProposedMemory], *, earlier: str = "")
         (_named_one(m.group().split()[0].lower().split("'")[0], f"{earlier} {text[: m.start()]}"), m["name"])
         for m in _NAMED.finditer(text)
     ]
-    pairs += [(m["who"].lower(), m["name"]) for m in _APPOSITIVE.finditer(text) if m["name"].lower() not in _NOT_NAMES]
+    pairs += [
+        (_SHORT_FOR.get(m["who"].lower(), m["who"].lower()), m["name"])
+        for pattern in (_APPOSITIVE, _BRACKETED)
+        for m in pattern.finditer(text)
+        if m["name"].lower() not in _NOT_NAMES
+    ]
     for who, name in pairs:
         # Kept beside a memory that only mentions them ("my girlfriend ruth thinks ..."): who is
         # called what is a standing fact, the remark is not.

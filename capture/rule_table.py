@@ -35,6 +35,7 @@ from capture.vocabulary import (
     PROFILE_ADJECTIVES,
     PROFILE_NOUNS,
     PROJECT_NOUNS,
+    ROLES,
     STATE,
     TRADES,
 )
@@ -288,7 +289,9 @@ RULES: Rules = (
         r"^i(?:'m| am)\s+(?:currently\s+|also\s+)?(?:training for|learning|studying|preparing for|saving (?:up )?for|"
         r"recovering from|expecting)\s+(?P<rest>.+)",
         r"^i\s+take\s+(?P<rest>.*\b(?:medication|meds|medicine|pills?|insulin|vitamins?|supplements?|inhaler)\b.*)",
-        rf"^i(?:(?:'ve| have)\s+(?:gone|become|turned|been)|\s+(?:went|turned|became|keep))\s+(?P<rest>{STATE}.*)",
+        rf"^i(?:(?:'ve| have)(?:\s+(?:just|now|also|finally|officially))?\s+(?:gone|become|turned|been)|"
+        rf"\s+(?:went|turned|became|keep))(?:\s+(?:properly|fully|officially|completely|totally|strictly))?\s+"
+        rf"(?P<rest>{STATE}.*)",
         rf"^i\s+(?:get|suffer from|struggle with|live with)\s+(?P<rest>.*\b{HEALTH}\b.*)",
         r"^i(?:\s+(?:never|don't|do not|rarely|only|can't|cannot))\s+(?:eat|drink|smoke)\b\s*(?P<rest>.+)",
         rf"^i\s+(?:can't|cannot|can not|don't|do not|never)\s+(?:do|have|handle|tolerate|stomach|digest)\s+"
@@ -296,7 +299,7 @@ RULES: Rules = (
         rf"^i(?:'ve| have)?\s+been\s+off\s+(?P<rest>{FOODS}\b.*)",
         rf"^(?P<rest>{FOODS}\s+(?:makes|gives|leaves)\s+me\b.+)",
         rf"^my\s+(?P<rest>(?:[\w-]+\s+){{0,2}}?(?:allerg(?:y|ies)|intolerances?|diagnosis|diet|{BODY_MEASURES}|{HEALTH})"
-        rf"\s+(?!is\s+(?:a|an|the|that|this|so|very|kinda|such)\b).+)",
+        rf"\s+(?!is\s+(?:a|an|that|this|so|very|kinda|such)\b).+)",
         r"^i(?:'m| am)\s+(?:on|following|doing)\s+(?P<rest>(?:an?\s+)?(?:[\w-]+\s+){0,3}diet\b.*)",
     ),
     # "no red meat for me, just chicken and fish".
@@ -354,6 +357,17 @@ RULES: Rules = (
         r"^i(?:\s+(?:currently|now|still))?\s+live\s+(?P<rest>(?:in|at|on|near|with|outside|by)\b.+)",
         r"^i(?:'m| am)\s+(?:based in|located in|from)\s+(?P<rest>.+)",
         r"^i\s+teach\s+(?!myself\b|(?:my|the)\s+(?:kids?|son|daughter|dog)\b)(?P<rest>.+)",
+        r"^i\s+(?:freelance|volunteer|moonlight|temp)\s+(?P<rest>(?:as|at|for)\b.+)",
+        # "im the mobile lead", "i'm the only ux designer at a 30 person startup".
+        rf"^i(?:'m| am)\s+(?P<rest>the\s+(?:(?:only|new|sole|main|head|senior|junior|lead)\s+)?"
+        rf"(?!(?:worst|best|biggest|worse|better|last|first|one)\b)(?:[\w-]+\s+){{0,2}}?"
+        rf"{ROLES}\b.*)",
+        # "i do 3d modelling at a tiny indie game studio", "i cook on the line at a wee bistro":
+        # something done, as a habit, at a place of work.
+        rf"^i\s+(?!(?:had|ate|eat|met|meet|was|saw|see|got|get|went|go|left|stayed|stay|bought|buy|paid|pay|sat|"
+        rf"have|grab|grabbed|shop|park|drink|drank|tried|try|found|booked|book|called|call|ordered|order|"
+        rf"stopped|stop)\b)(?P<rest>[a-z]+(?<!ed)(?:\s+[\w-]+){{0,3}}?\s+at\s+(?:an?|the|my)\s+(?:[\w-]+\s+){{0,3}}?"
+        rf"{BUSINESSES}\b.*)",
         rf"^i\s+(?:run|own|co-?own|manage)\s+(?P<rest>(?:an?|my own|my|the)\s+(?:[\w-]+\s+){{0,2}}?{BUSINESSES}\b.*)",
         rf"^i\s+do\s+(?P<rest>.+\bfor a living\b.*|(?:[\w-]+\s+){{0,2}}?{TRADES}\s+(?:for|at|in|with)\b.+)",
         r"^i(?:'ve| have)\s+been\s+an?\s+(?!(?:bit|little|lot|mess|wreck|nightmare)\b)"

@@ -44,6 +44,7 @@ from capture.text import (
     split_sentences,
     strip_fillers,
     third_person,
+    with_apostrophes,
 )
 from common.redaction import REDACTED, find_secrets
 from conversations.dates import resolve as resolve_dates
@@ -221,7 +222,7 @@ def _resolve(found: table.Found, matcher: Matcher) -> ProposedMemory | None:
 
 def _from_message(text: str) -> Iterator[table.Found]:
     correcting = False
-    for sentence in split_sentences(text):
+    for sentence in split_sentences(with_apostrophes(text)):
         clean = strip_fillers(sentence)
         only_marker = _CORRECTION[0].match(clean)
         if only_marker and only_marker.end() == len(clean):

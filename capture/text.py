@@ -128,7 +128,10 @@ _VAGUE = re.compile(
 # "it", "this", "those"... point into the conversation, unless they name the project itself.
 _DEICTIC = re.compile(
     r"\b(?:it|them|this|these|those)\b"
-    r"(?!\s+(?:repo|repository|project|codebase|monorepo|team|service|app|company|org)s?\b)|^how\b",
+    r"(?!\s+(?:repo|repository|project|codebase|monorepo|team|service|app|company|org)s?\b)"
+    # "since the start of this month" is a date, not a pointer.
+    r"(?!\s+(?:week|month|year|morning|afternoon|evening|weekend|spring|summer|autumn|fall|winter|sprint|quarter)\b)"
+    r"|^how\b",
     re.IGNORECASE,
 )
 _STATEMENT_VERB = re.compile(
@@ -186,6 +189,22 @@ def split_sentences(text: str) -> list[str]:
         protected = _ABBREVIATION.sub(lambda m: m.group().replace(".", "\x00"), line)
         sentences += [p.replace("\x00", ".").strip() for p in _SENTENCE_END.split(protected) if p.strip()]
     return sentences
+
+
+# Contractions typed without their apostrophe ("im the mobile lead", "ive gone vegan", "i cant
+# do dairy"); only the ones no English word is spelled like ("ill", "id", "were", "wont" are).
+_BARE_CONTRACTIONS = {
+    "im": "i'm", "ive": "i've", "dont": "don't", "cant": "can't", "doesnt": "doesn't", "didnt": "didn't",
+    "isnt": "isn't", "wasnt": "wasn't", "arent": "aren't", "havent": "haven't", "hasnt": "hasn't",
+    "couldnt": "couldn't", "wouldnt": "wouldn't", "shouldnt": "shouldn't", "thats": "that's",
+    "whats": "what's", "theyre": "they're", "youre": "you're", "weve": "we've", "shes": "she's",
+}  # fmt: skip
+_BARE_CONTRACTION = re.compile(rf"\b(?:{'|'.join(_BARE_CONTRACTIONS)})\b", re.IGNORECASE)
+
+
+def with_apostrophes(text: str) -> str:
+    """``text`` with the contractions of ``_BARE_CONTRACTIONS`` spelled out as contractions."""
+    return _BARE_CONTRACTION.sub(lambda m: _keep_caps(m.group(), _BARE_CONTRACTIONS[m.group().lower()]), text)
 
 
 def strip_fillers(text: str) -> str:

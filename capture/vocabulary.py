@@ -20,7 +20,8 @@ PROFILE_ADJECTIVES = ("preferred", "favorite", "favourite", "main", "primary", "
 PETS = (
     r"(?:dogs?|cats?|pets?|pupp(?:y|ies)|kittens?|greyhounds?|labradors?|retrievers?|poodles?|terriers?|beagles?|"
     r"spaniels?|collies?|dachshunds?|huskies|husky|corgis?|hamsters?|rabbits?|bunn(?:y|ies)|parrots?|budgies?|"
-    r"tortoises?|turtles?|guinea pigs?|horses?|ponies|pony)"
+    r"tortoises?|turtles?|guinea pigs?|horses?|ponies|pony|pugs?|chihuahuas?|whippets?|lurchers?|mutts?|"
+    r"hens?|chickens?|goldfish|snakes?|lizards?|geckos?)"
 )
 FAMILY = (
     r"(?:kids?|children|child|sons?|daughters?|twins|wife|husband|partner|spouse|girlfriend|boyfriend|"
@@ -66,10 +67,19 @@ TRADES = (
     r"operations|ops|hr|finance|analytics|recruiting|pr|comms|policy|devops|security|ux|qa|payroll|logistics|"
     r"copywriting|translation|tutoring|physio|physiotherapy|photography|plumbing|carpentry|catering)"
 )
-# A business someone runs or owns.
+# A business someone runs, owns or works at.
 BUSINESSES = (
-    r"(?:business|company|bakery|shop|store|cafe|café|restaurant|studio|practice|agency|salon|clinic|farm|bar|"
-    r"pub|gym|startup|consultancy|charity|nursery|food truck|b&b|bnb)"
+    r"(?:business|company|bakery|shop|store|cafe|café|restaurant|bistro|studio|practice|agency|salon|clinic|farm|"
+    r"bar|pub|gym|startup|start-up|consultancy|charity|nursery|food truck|b&b|bnb|firm|hospital|school|"
+    r"university|uni|college|lab|hotel|warehouse|factory|garage|library|newspaper|magazine|bank|fintech|"
+    r"non-?profit|ngo|council|ministry|supermarket|call cent(?:re|er)|office)"
+)
+# What someone is at work: "i'm the mobile lead", "the only ux designer".
+ROLES = (
+    r"(?:lead|manager|designer|engineer|developer|dev|head|director|owner|founder|co-?founder|cto|ceo|cfo|coo|"
+    r"coordinator|admin|administrator|architect|analyst|editor|producer|chef|cook|nurse|teacher|tutor|"
+    r"accountant|bookkeeper|receptionist|intern|consultant|researcher|scientist|writer|translator|"
+    r"recruiter|pm|po|sre|tech lead|team lead|supervisor)"
 )
 # Verbs after "we" that narrate or wish rather than state how the team works.
 NOT_CONVENTION_VERBS = word_set(

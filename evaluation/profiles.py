@@ -18,11 +18,12 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from capture import services as capture_services
 from evaluation.capture import _run_to_the_end
-from evaluation.natural import any_alias_in, load_natural
+from evaluation.natural import NATURAL_PATH, any_alias_in, load_natural
 from memories.models import Memory, Project, Status
 from memories.tenancy import project_get_or_create
 from profiles.services import profile_rebuild
@@ -67,7 +68,7 @@ def _capture_person(project: Project, person: dict[str, Any]) -> str:
     return user_id
 
 
-def run(*, split: str, log: Callable[[str], None] = print) -> dict[str, Any]:
+def run(*, split: str, path: Path = NATURAL_PATH, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Capture every person of ``split``, rebuild their profile, score the standing questions.
 
     Each person is a project of their own: a person's "our team uses X" is a shared memory of
@@ -79,7 +80,7 @@ def run(*, split: str, log: Callable[[str], None] = print) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     sizes: list[int] = []
     started = time.perf_counter()
-    for person in load_natural(split=split):
+    for person in load_natural(path, split=split):
         project = project_get_or_create(slug=f"{EVAL_TEAM}-{person['person']}", team_slug=EVAL_TEAM)
         user_id = _capture_person(project, person)
         profile = profile_rebuild(project=project, user_id=user_id)

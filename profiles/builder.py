@@ -43,7 +43,9 @@ _WORK_WORDS = re.compile(
     r"\b(works?|working|job|employ\w*|career|profession|occupation|engineer|developer|nurse|"
     r"teacher|doctor|manager|designer|lawyer|accountant|student|studies|studying|freelanc\w*|"
     r"company|startup|office|colleague|boss|team lead|hired|promoted|retired|role|"
-    r"(?:starting|started|start) at|join(?:ed|ing)|new job)\b",
+    r"(?:starting|started|start) at|join(?:ed|ing)|new job|for a living|lead|chef|cooks?|translator|tutor|"
+    r"teach(?:es)?|runs an?|owns an?|self-employed|unemployed|between jobs|business|bakery|restaurant|bistro|"
+    r"studio|clinic|hospital|school|firm|agency)\b",
     re.IGNORECASE,
 )
 # Labels capture gives standing facts about the person and their conventions.

@@ -894,3 +894,47 @@ def test_work_said_as_what_the_user_does_is_kept(text: str, content: str) -> Non
 )
 def test_look_alikes_of_diet_and_work_facts_are_not_kept(text: str) -> None:
     assert extract_from_window(_said(text)) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [
+        ("for context im the mobile lead, our team is 4 devs", "The user is the mobile lead."),
+        ("help me budget? i freelance as an illustrator, so money swings", "The user freelances as an illustrator."),
+        ("any tips? i bake bread at a tiny bakery in leeds", "The user bakes bread at a tiny bakery in leeds."),
+        (
+            "ive gone fully vegetarian since the start of this month",
+            "The user has gone fully vegetarian since the start of this month.",
+        ),
+        ("i cant eat gluten", "The user can't eat gluten."),
+    ],
+)
+def test_work_and_diet_typed_without_apostrophes_or_inside_a_request_are_kept(text: str, content: str) -> None:
+    found = [m.content for m in extract_from_window(_said(text))]
+    assert content in found, found
+
+
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [
+        ("lol pepper (my cat) sat on my laptop again", "The user's cat is called Pepper."),
+        ("me n my gf lena want a cheap weekend away", "The user's girlfriend is called Lena."),
+        ("my bf theo is weirdly into trains", "The user's boyfriend is called Theo."),
+        ("my partner jo built the shed herself", "The user's partner is called Jo."),
+    ],
+)
+def test_someone_close_named_in_brackets_or_by_a_short_word_is_remembered(text: str, content: str) -> None:
+    assert content in [m.content for m in extract_from_window(_said(text))]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "i had lunch at a cafe near the office",
+        "i met sam at a bar in york",
+        "i'm the worst cook ever",
+        "this week has been rough",
+    ],
+)
+def test_a_visit_a_boast_or_a_mood_is_not_work(text: str) -> None:
+    assert extract_from_window(_said(text)) == []
