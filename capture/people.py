@@ -132,31 +132,26 @@ def names_said(text: str, found: Sequence[ProposedMemory], *, earlier: str = "")
         said_as_name = rf"\b(?:called|named|name is|name's)\s+{re.escape(name)}\b"
         if who is None or any(re.search(said_as_name, p.content, table.ICASE) for p in [*found, *named]):
             continue
-        named.append(
-            ProposedMemory(
-                content=f"The user's {who} is called {name[0].upper()}{name[1:]}.",
-                kind="fact",
-                category="user-facts",
-                importance=0.6,
-                confidence=0.7,
-                reason="The user named someone close to them.",
-                evidence=clip(text, 200),
-            )
-        )
+        named.append(_about_someone(f"The user's {who} is called {name[0].upper()}{name[1:]}.", text, named_them=True))
     for match in _PRONOUN_STATEMENT.finditer(text):
         who = _named_one(match["who"].lower(), f"{earlier} {text[: match.start('who')]}")
         rest = strip_fillers(match["rest"]).strip()
         if who is None or len(rest.split()) < 2 or is_vague(rest):
             continue
-        named.append(
-            ProposedMemory(
-                content=finish_sentence(f"The user's {who} is {rest}"),
-                kind="fact",
-                category="user-facts",
-                importance=0.5,
-                confidence=0.65,
-                reason="The user said something about someone close to them.",
-                evidence=clip(text, 200),
-            )
-        )
+        named.append(_about_someone(finish_sentence(f"The user's {who} is {rest}"), text, named_them=False))
     return named
+
+
+def _about_someone(content: str, text: str, *, named_them: bool) -> ProposedMemory:
+    """A fact about someone close to the user; who is called what weighs a little more than a remark."""
+    return ProposedMemory(
+        content=content,
+        kind="fact",
+        category="user-facts",
+        importance=0.6 if named_them else 0.5,
+        confidence=0.7 if named_them else 0.65,
+        reason="The user named someone close to them."
+        if named_them
+        else "The user said something about someone close to them.",
+        evidence=clip(text, 200),
+    )

@@ -236,30 +236,36 @@ def test_a_message_whose_memory_was_superseded_ranks_at_half_its_score(api):
     assert outdated == pytest.approx(score() / 2, abs=1e-4)
 
 
+def two_sessions(api, first: list[tuple[str, str]], later: list[tuple[str, str]]) -> None:
+    """Two sessions of alice's, each its (role, content) messages."""
+    for session_id, said in (("s1", first), ("s2", later)):
+        capture(api, [{"role": role, "content": content} for role, content in said], session_id=session_id)
+
+
+def ranked(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Memories and episodes as one ranking, best first."""
+    return sorted([*body["memories"], *body["episodes"]], key=lambda item: -item["score"])
+
+
 def test_a_later_message_saying_it_changed_outranks_the_earlier_one(api):
-    capture(
+    two_sessions(
         api,
         [
-            {"role": "user", "content": "learning italian for a trip to sicily with my dad in june"},
-            {"role": "assistant", "content": "Sounds wonderful! Palermo is lovely in June."},
+            ("user", "learning italian for a trip to sicily with my dad in june"),
+            ("assistant", "Sounds wonderful! Palermo is lovely in June."),
         ],
-        session_id="s1",
-    )
-    capture(
-        api,
         [
-            {"role": "user", "content": "bad news, dad broke his ankle so sicily is postponed to september"},
-            {"role": "assistant", "content": "Sorry to hear that, I hope he heals quickly."},
+            ("user", "bad news, dad broke his ankle so sicily is postponed to september"),
+            ("assistant", "Sorry to hear that, I hope he heals quickly."),
         ],
-        session_id="s2",
     )
     body = ask(api, "when are we going to sicily?", min_score=0)
     # The postponement is found as the message or as the memory capture made of it.
-    ranked = sorted([*body["memories"], *body["episodes"]], key=lambda item: -item["score"])
-    assert "postponed" in ranked[0]["content"], ranked
+    order = ranked(body)
+    assert "postponed" in order[0]["content"], order
     june = next(e for e in body["episodes"] if "june" in e["content"])
     # Nothing later said the postponement changed: it keeps its whole score.
-    assert june["score"] < ranked[0]["score"]
+    assert june["score"] < order[0]["score"]
 
 
 def test_only_a_later_message_on_the_same_subject_that_says_it_changed_outdates():
@@ -315,25 +321,19 @@ def test_a_fact_in_one_clause_of_a_long_message_is_found_by_that_clause(api):
 
 
 def test_a_later_message_about_the_same_thing_takes_the_place_of_what_it_changed(api):
-    capture(
+    two_sessions(
         api,
         [
-            {"role": "assistant", "content": "What does your setup look like?"},
-            {"role": "user", "content": "our app is a rails monolith btw, and we host it on heroku"},
+            ("assistant", "What does your setup look like?"),
+            ("user", "our app is a rails monolith btw, and we host it on heroku"),
         ],
-        session_id="s1",
-    )
-    capture(
-        api,
         [
-            {"role": "assistant", "content": "How did the quarter go?"},
-            {"role": "user", "content": "update, we actually ditched heroku, everything runs on render now, cheaper"},
+            ("assistant", "How did the quarter go?"),
+            ("user", "update, we actually ditched heroku, everything runs on render now, cheaper"),
         ],
-        session_id="s2",
     )
-    body = ask(api, "where do we host the app?")
-    ranked = sorted([*body["memories"], *body["episodes"]], key=lambda item: -item["score"])
-    assert ranked and "render" in ranked[0]["content"], ranked
+    first = ranked(ask(api, "where do we host the app?"))
+    assert first and "render" in first[0]["content"], first
 
 
 def test_a_change_word_outdates_an_earlier_message_close_in_meaning_without_a_shared_word():
