@@ -215,6 +215,7 @@ def _run(
     memories = load_memories(project, request.user_id, [i for i, _ in top if i not in by_key])
     ranked = [(memories[mid], s) for mid, s in top if mid in memories]
     kept = [by_key[i] for i, _ in top if i in by_key]
+    episodes.date(kept)
     ranked, kept = answering(query, request, ranked, kept, trace=trace)
     ranked = expand_graph(project, request, ranked, trace=trace)[: request.limit]
     ranked, kept = episodes.without_sources(ranked, kept)

@@ -157,21 +157,23 @@ def find(
     with connection.cursor() as cursor:
         cursor.execute(_statement(count), params)
         rows = cursor.fetchall()
+    said = [_said(row[7], row[6]) for row in rows]
+    # A question asks about one of a message's clauses: the best of the message and its passages,
+    # all passages of all candidates against the query vectors in one product.
+    best = _best_passages(said, [bool(row[6]) for row in rows], vectors)
     found = []
-    for message_id, coverage, near, distances, outdated, words, passage_vectors, whole, *message in rows:
+    for index, (message_id, coverage, near, distances, outdated, words, _, _, *message) in enumerate(rows):
         cosines = [None if d is None else 1.0 - float(d) for d in (distances or [])]
         asked = [c for c in cosines[:query_vectors] if c is not None]
         hyde = [c for c in cosines[query_vectors:] if c is not None]
-        said = _said(whole, passage_vectors)
-        if said is not None and passage_vectors and vectors is not None:
-            # A question asks about one of its clauses: the best of the message and its passages.
-            best = (said @ np.asarray(vectors, dtype=np.float32).T).max(axis=0).tolist()
-            asked, hyde = asked + best[:query_vectors], hyde + best[query_vectors:]
+        if index in best:
+            asked, hyde = asked + best[index][:query_vectors], hyde + best[index][query_vectors:]
         matched_by = [name for name, hit in (("keyword", coverage is not None), ("vector", near)) if hit]
-        episode = _episode(message_id, *message)
+        # Its relative dates are read only if it is returned (``date``): most candidates are not.
+        episode = _episode(message_id, *message, dated=False)
         # A message whose memory a later one superseded: what it said has changed since.
         episode.outdated, episode.matched_by, episode.words = outdated, tuple(matched_by), frozenset(words)
-        episode.vectors = said
+        episode.vectors = said[index]
         episode.candidate = Candidate(
             memory_id=episode.key,
             rrf=0.0,
@@ -197,22 +199,57 @@ def _said(whole: bytes | None, passage_vectors: bytes | None) -> np.ndarray | No
     return np.frombuffer(passage_vectors, dtype=np.float32).reshape(-1, vector.shape[1])
 
 
+def _best_passages(
+    said: Sequence[np.ndarray | None], has_passages: Sequence[bool], vectors: np.ndarray | None
+) -> dict[int, list[float]]:
+    """Per message with passages (by index), its best passage cosine with each query vector."""
+    chosen = {i: rows for i, (rows, has) in enumerate(zip(said, has_passages, strict=True)) if has and rows is not None}
+    if vectors is None or not chosen:
+        return {}
+    best = _best_per_block(list(chosen.values()), np.asarray(vectors, dtype=np.float32).T)
+    return dict(zip(chosen, best.tolist(), strict=True))
+
+
+def _best_per_block(blocks: list[np.ndarray], other: np.ndarray) -> np.ndarray:
+    """The rows of ``blocks`` stacked, times ``other``; per block, the largest of each column."""
+    best: np.ndarray = np.maximum.reduceat(np.concatenate(blocks) @ other, _starts(blocks), axis=0)
+    return best
+
+
+def _starts(blocks: list[np.ndarray]) -> np.ndarray:
+    """Where each block begins among the blocks' rows stacked."""
+    return np.cumsum([0] + [len(block) for block in blocks[:-1]])
+
+
 def _overtaken(found: Sequence[Episode]) -> None:
     """Mark each episode a later one among ``found`` says has changed: a ``_CHANGED`` word with,
     within a few words of it, a word of the earlier episode ("sicily is postponed"), or anywhere
     in a message about the same thing ("switched to fish shell" after "i use zsh")."""
-    changes = [(e, near) for e in found if (near := _near_changes(e.content))]
-    for older in found:
+    changes = [(index, e, near) for index, e in enumerate(found) if (near := _near_changes(e.content))]
+    if not changes:
+        return
+    close = _same_topics(found)
+    for position, older in enumerate(found):
         stems = {w[:_STEM] for w in older.words if len(w) >= _MIN_WORD}
-        later = [n for n, near in changes if n.said_at > older.said_at and (stems & near or _same_topic(n, older))]
+        later = [
+            n for index, n, near in changes if n.said_at > older.said_at and (stems & near or close[index, position])
+        ]
         if later:
             older.outdated, older.overtaken_by = True, max(later, key=lambda n: n.said_at)
 
 
-def _same_topic(one: Episode, other: Episode) -> bool:
-    if one.vectors is None or other.vectors is None:
-        return False
-    return float((one.vectors @ other.vectors.T).max()) >= SAME_TOPIC
+def _same_topics(found: Sequence[Episode]) -> np.ndarray:
+    """For each pair of episodes, whether some passage of one is within ``SAME_TOPIC`` of some
+    passage of the other (one product over all their passages)."""
+    close = np.zeros((len(found), len(found)), dtype=bool)
+    chosen = {i: e.vectors for i, e in enumerate(found) if e.vectors is not None}
+    if not chosen:
+        return close
+    blocks = list(chosen.values())
+    # Per message, the best of its passages against every passage; then per pair of messages.
+    best = np.maximum.reduceat(_best_per_block(blocks, np.concatenate(blocks).T), _starts(blocks), axis=1)
+    close[np.ix_(list(chosen), list(chosen))] = best >= SAME_TOPIC
+    return close
 
 
 def _near_changes(content: str) -> set[str]:
@@ -226,7 +263,7 @@ def _near_changes(content: str) -> set[str]:
 
 def _episode(
     message_id: str, conversation_id: str, session_id: str, role: str, content: str, context: str,
-    said_at: datetime, correlation_id: str,
+    said_at: datetime, correlation_id: str, *, dated: bool = True,
 ) -> Episode:  # fmt: skip
     return Episode(
         id=message_id,
@@ -234,11 +271,17 @@ def _episode(
         session_id=session_id,
         role=role,
         # Relative dates as said, each with the day it meant ("on saturday (2026-03-07)").
-        content=annotate(content, said_at.date()),
+        content=annotate(content, said_at.date()) if dated else content,
         said_at=said_at,
         correlation_id=correlation_id,
         context=context,
     )
+
+
+def date(said: Sequence[Episode]) -> None:
+    """Write beside each relative date of these episodes the day it meant (``find`` leaves them as said)."""
+    for episode in said:
+        episode.content = annotate(episode.content, episode.said_at.date())
 
 
 def load(*, project: Project, user_id: str, ids: Sequence[str]) -> list[Episode]:
