@@ -68,7 +68,11 @@ _TYPES: dict[str, tuple[str, str]] = {
         r"\b(?:job|jobs|work|works|working|worked|career|employ\w*|hired|promoted|promotion|role|title|position|"
         r"retired|unemployed|freelanc\w*|self-employed|intern\w*|student|studying|studies|offer|company|startup|"
         r"business|shifts?|office|firm|agency|hospital|school|university|uni|clinic|nurse|doctor|chef|vet|cook|"
-        r"barista|pilot|surgeon|midwife|paramedic|ceo|cto|founder|lead|head|staff|senior|junior)\b"
+        r"barista|pilot|surgeon|midwife|paramedic|ceo|cto|founder|lead|head|staff|senior|junior|for a living|"
+        r"sre|devops|ux|qa|teach|teaches|teaching|tutor\w*)\b"
+        # Where people say they work rather than what they are: "i do 3d modelling at a game studio".
+        r"|\bat (?:an?|the|my)\s+(?:[\w-]+\s+){0,3}(?:studio|bistro|restaurant|bakery|shop|cafe|salon|lab|kitchen|"
+        r"warehouse|factory|garage|newsroom)\b"
         r"|\b\w+(?:er|or|ist|ian|ant|ent|eer|ee|ive|man|woman|person|smith|wright)s?\b(?= (?:at|in|for)\b)"
         r"|\b(?:an?|as)\s+(?:\w+\s+)?\w+(?:er|or|ist|ian|ant|ent|eer|ive|man|woman)\b",
     ),
