@@ -330,6 +330,19 @@ class Item:
     approximated: bool = False
 
 
+def rebuild_profiles(call: Call, keys: dict[str, str], users: Iterable[str]) -> int:
+    """Rebuild each user's profile now, as the worker does a few seconds after their last change
+    (``MEMORYHUB_PROFILE_DEBOUNCE_S``), so every question meets the profile of everything captured;
+    how many users have one (no memory to rest on is a 404)."""
+    built = 0
+    for user in users:
+        status, _ = call("POST", f"/api/v1/users/{_quote(user)}/profile/rebuild", {}, key=keys[user])
+        if status not in (200, 404):
+            raise RuntimeError(f"profile rebuild for {user} answered {status}")
+        built += status == 200
+    return built
+
+
 def ask_all(
     call: Call,
     keys: dict[str, str],
@@ -347,6 +360,7 @@ def ask_all(
 
     def one(question: Question) -> dict[str, Any]:
         items: list[Item] = []
+        profiles: list[str] = []
         for user in question.user_ids:
             body: dict[str, Any] = {"user_id": user, "query": question.query, "limit": 10}
             if min_score is not None:  # otherwise the service's default relevance cut
@@ -358,6 +372,7 @@ def ask_all(
                 raise RuntimeError(f"retrieve for {question.id} answered {status}: {answer}")
             with lock:
                 latencies.append(elapsed)
+            profiles.append(str((answer.get("profile") or {}).get("text") or ""))
             for memory in answer.get("memories") or []:
                 items.append(_memory_item(memory, job_by_memory, job_by_id))
             for episode in answer.get("episodes") or []:
@@ -371,7 +386,7 @@ def ask_all(
                     )
                 )
         items.sort(key=lambda i: -i.score)
-        return {"question": question, "items": items[:10]}
+        return {"question": question, "items": items[:10], "profile": "\n".join(profiles)}
 
     with ThreadPoolExecutor(threads) as pool:
         results = list(pool.map(one, plan.questions))

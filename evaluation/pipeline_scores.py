@@ -45,6 +45,8 @@ def score_question(result: dict[str, Any]) -> dict[str, Any]:
         row[f"answer_words@{k}"] = len(found) / len(words) if words else None
     if question.answers:
         row["answered@5"] = any(any_alias_in(question.answers, item.text) for item in items[:5])
+        # What the agent is handed: the profile heads every injection, then the items.
+        row["answered@5+profile"] = row["answered@5"] or any_alias_in(question.answers, result.get("profile", ""))
     if question.type == "change":
         first = items[0].text if items else ""
         row["stale_first"] = (
@@ -84,6 +86,7 @@ def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
         **{f"evidence@{k}": _mean(answerable, f"evidence@{k}") for k in KS},
         **{f"answer_words@{k}": _mean(answerable, f"answer_words@{k}") for k in KS},
         "answered@5": _mean(answerable, "answered@5"),
+        "answered@5+profile": _mean(answerable, "answered@5+profile"),
         "stale_first": _mean(change, "stale_first"),
         "change_questions": len(change),
         "unanswerable": len(empty),
@@ -137,10 +140,11 @@ def table(report: dict[str, Any]) -> str:
         "evidence@10",
         "answer_words@10",
         "answered@5",
+        "answered@5+profile",
         "stale_first",
         "unanswerable_answered_empty",
     ]
-    short = ["ev@5", "ev@10", "words@10", "ans@5", "stale1st", "unans_empty"]
+    short = ["ev@5", "ev@10", "words@10", "ans@5", "ans+prof", "stale1st", "unans_empty"]
     lines = [
         f"eval_pipeline {report['dataset']} ({_scope(report)}; extractor {report.get('extractor')})",
         f"  users {report['users']}  turns {report['turns']} (messages sent {report['messages_sent']})"

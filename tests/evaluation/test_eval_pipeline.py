@@ -56,6 +56,8 @@ def test_two_people_through_the_real_pipeline(servers: None, tmp_path: Path) -> 
     for metric in ("evidence@5", "evidence@10", "answer_words@5", "answer_words@10", "answered@5"):
         assert 0 <= overall[metric] <= 1, metric
     assert overall["evidence@5"] <= overall["evidence@10"]
+    assert overall["answered@5"] <= overall["answered@5+profile"] <= 1
+    assert report["profiles"] == 2  # each person's profile rebuilt before the questions
     assert 0 <= overall["unanswerable_answered_empty"] <= 1
     assert set(report["by_group"]) == {"dev"}
     assert {"single", "unanswerable"} <= set(report["by_type"])
@@ -89,6 +91,15 @@ def test_scores_follow_provenance_and_aliases() -> None:
     assert row["foreign"] == 1
     empty = score_question({"question": _question(type="unanswerable", answers=[], evidence=frozenset()), "items": []})
     assert empty["answered_empty"]
+
+
+def test_the_profile_answers_beside_the_items_in_its_own_column() -> None:
+    stale = Item("memory", "Tomas is vegetarian.", 0.9, frozenset({"p02:0:2"}))
+    profile = "- The user's husband tomas is pescatarian now."
+    row = score_question({"question": _question(), "items": [stale], "profile": profile})
+    assert not row["answered@5"] and row["answered@5+profile"]
+    row = score_question({"question": _question(), "items": [stale], "profile": "- The user lives in Porto."})
+    assert not row["answered@5+profile"]
 
 
 def test_provenance_from_the_service_wins_over_the_approximation() -> None:

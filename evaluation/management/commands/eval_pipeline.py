@@ -54,7 +54,15 @@ from evaluation import machine, maintenance
 from evaluation.harness import Service
 from evaluation.natural import NATURAL_PATH
 from evaluation.peer_pipeline import MEM0_DEFAULT_THRESHOLD, peer_jobs, peer_results, run_driver
-from evaluation.pipeline import JobRecord, Plan, ask_all, capture_all, locomo_plan, natural_plan
+from evaluation.pipeline import (
+    JobRecord,
+    Plan,
+    ask_all,
+    capture_all,
+    locomo_plan,
+    natural_plan,
+    rebuild_profiles,
+)
 from evaluation.pipeline_scores import aggregate, details, score_question, summarize, table
 from memories import tenancy
 from memories.models import EmbeddingStatus, Memory
@@ -186,6 +194,7 @@ class Command(BaseCommand):
             jobs = capture_all(service.call, keys, plan, log=log)
             extra["capture_wall_seconds"] = round(time.monotonic() - started, 1)
             extra["embeddings_wait_seconds"] = _wait_for_embeddings(project_ids)
+            extra["profiles"] = rebuild_profiles(service.call, keys, sorted(plan.captures))
             extractors = {j.extractor for j in jobs if j.extractor}
             extra["extractor"] = ",".join(sorted(extractors)) or None
             before: dict[str, Any] = {}
