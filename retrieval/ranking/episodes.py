@@ -108,18 +108,25 @@ WITH mine AS MATERIALIZED (
     WHERE c.project_id = %(project)s AND c.user_id = %(user)s
       AND m.role = 'user' AND m.content <> ''
 ),
+lexemes AS (
+    SELECT w.lexeme FROM unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS w(lexeme)
+),
+-- Which message holds which of the query's words: read once, for both the weights and the shares.
+hits AS MATERIALIZED (
+    SELECT mine.id, lexemes.lexeme
+    FROM mine JOIN lexemes ON mine.search @@ quote_literal(lexemes.lexeme)::tsquery
+),
 words AS (
-    SELECT w.lexeme,
-           ln(((SELECT count(*) FROM mine) + 1.0) / (count(mine.id) + 1.0)) + 0.1 AS weight
-    FROM unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS w(lexeme)
-    LEFT JOIN mine ON mine.search @@ quote_literal(w.lexeme)::tsquery
-    GROUP BY w.lexeme
+    SELECT lexemes.lexeme,
+           ln(((SELECT count(*) FROM mine) + 1.0) / (count(hits.id) + 1.0)) + 0.1 AS weight
+    FROM lexemes LEFT JOIN hits ON hits.lexeme = lexemes.lexeme
+    GROUP BY lexemes.lexeme
 ),
 keyword AS (
-    SELECT mine.id, sum(words.weight) / (SELECT sum(weight) FROM words) AS coverage
-    FROM mine JOIN words ON mine.search @@ quote_literal(words.lexeme)::tsquery
-    GROUP BY mine.id
-    ORDER BY coverage DESC, mine.id
+    SELECT hits.id, sum(words.weight) / (SELECT sum(weight) FROM words) AS coverage
+    FROM hits JOIN words ON words.lexeme = hits.lexeme
+    GROUP BY hits.id
+    ORDER BY coverage DESC, hits.id
     LIMIT %(depth)s
 ),
 nearest AS ({nearest})
