@@ -23,8 +23,8 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from django.db import connection
 
+from common import prepared
 from conversations.dates import annotate
 from conversations.models import Message
 from memories.fields import vector_literal, vectors_from_binary
@@ -161,7 +161,7 @@ def find(
     count = len(rows_of)
     params: dict[str, Any] = {"project": project.pk, "user": user_id, "query": query, "model": model, "depth": depth}
     params.update({f"v{index}": vector_literal(row) for index, row in enumerate(rows_of)})
-    with connection.cursor() as cursor:
+    with prepared.cursor() as cursor:  # planned once per connection (common/prepared.py)
         cursor.execute(_statement(count), params)
         rows = cursor.fetchall()
     said = [_said(row[7], row[6]) for row in rows]
