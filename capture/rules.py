@@ -230,6 +230,10 @@ def _from_message(text: str) -> Iterator[table.Found]:
             continue
         if _skip_sentence(clean):
             correcting = False
+            told = _TOLD_IN_A_QUESTION.search(clean) if is_question(clean) else None
+            if told and not _skip_sentence(told["told"]):
+                told_readings, told_body = _take_markers(told["told"])
+                yield from _from_sentence(told_body, told_readings, sentence)
             continue
         readings, body = _take_markers(clean)
         if correcting:
@@ -318,6 +322,15 @@ def _holds_secret(text: str) -> bool:
     """A secret, or the marker of one redacted before the extractor saw the text (windows are
     stored redacted)."""
     return REDACTED in text or bool(find_secrets(text))
+
+
+# "what snacks can i keep at my desk, has to be safe bc my peanut allergy is the anaphylaxis kind":
+# a question that goes on to say something of the user, after a comma or a "because".
+_TOLD_IN_A_QUESTION = re.compile(
+    r"(?:,\s+(?:(?:and|but|so|plus|also|btw|tbh)\s+)?|\s+(?:bc|because|cause|cos|since)\s+)"
+    r"(?P<told>(?:i'm|i am|i've|i have|my|i)\b[^?]*?)\s*$",
+    re.IGNORECASE,
+)
 
 
 def _skip_sentence(sentence: str) -> bool:

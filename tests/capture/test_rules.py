@@ -938,3 +938,25 @@ def test_someone_close_named_in_brackets_or_by_a_short_word_is_remembered(text: 
 )
 def test_a_visit_a_boast_or_a_mood_is_not_work(text: str) -> None:
     assert extract_from_window(_said(text)) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [
+        ("can you suggest dinners for the week, i'm vegetarian", "The user is vegetarian."),
+        ("how do i ask for a raise, i've been a nurse for 6 years", "The user has been a nurse for 6 years."),
+        (
+            "what snacks can i keep at my desk, has to be safe bc my peanut allergy is the anaphylaxis kind",
+            "The user's peanut allergy is the anaphylaxis kind.",
+        ),
+    ],
+)
+def test_a_question_that_goes_on_to_say_something_of_the_user_keeps_that(text: str, content: str) -> None:
+    assert [m.content for m in extract_from_window(_said(text))] == [content]
+
+
+@pytest.mark.parametrize(
+    "text", ["can you check this, i think it's broken", "what do you think, i prefer tabs?", "why is it slow, i wonder"]
+)
+def test_a_question_with_a_doubt_or_a_question_after_the_comma_stays_out(text: str) -> None:
+    assert extract_from_window(_said(text)) == []
