@@ -2,7 +2,7 @@
 
 "We adopted a greyhound on saturday" means one day when it is said and another a month later:
 a memory must carry the day itself. :func:`resolve` rewrites the relative expressions people use
-in chat ("yesterday", "last month", "on saturday", "two weeks ago", "in may") into dates, and
+in chat ("yesterday", "last month", "this week", "on saturday", "two weeks ago", "in may") into dates, and
 says which date the statement is about, so the memory can keep it (``metadata.event_date``).
 
 Past is the default reading: memories mostly record what happened. A clause that speaks of the
@@ -57,10 +57,14 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         # "on wednesday nights" is a habit, not a day.
         ("weekday", rf"\b(?P<which>last|this past|on|next|this)\s+(?P<day>{_WEEKDAY})\b(?!\s+(?:{_PARTS}s)\b)"),
         ("ago", rf"\b{_COUNT}\s+(?P<unit>days?|weeks?|months?|years?)\s+ago\b"),
-        ("last_unit", r"\b(?P<which>last|next)\s+(?P<unit>week|month|year)\b"),
+        ("last_unit", r"\b(?P<which>last|next|this)\s+(?P<unit>week|month|year)\b(?!')"),
         ("month", rf"\b(?P<prep>in|since|last|this past)\s+(?P<month>{_MONTH})\b(?!\s+\d)"),
     )
 )
+
+
+# Words after which a resolved date needs no "in" of its own.
+_BARE_BEFORE = re.compile(r"\b(?:of|since|until|till|by|from|for|during|through|throughout|in)\s*$", _I)
 
 
 @dataclass(frozen=True)
@@ -147,15 +151,17 @@ def _resolved(name: str, match: re.Match[str], said: date, future: bool) -> tupl
             return f"in {MONTHS[month - 1].capitalize()} {year}", f"{year}-{month:02d}"
         return f"in {said.year - count}", str(said.year - count)
     if name == "last_unit":
-        step = -1 if match["which"].lower() == "last" else 1
+        step = {"last": -1, "this": 0, "next": 1}[match["which"].lower()]
         unit = match["unit"].lower()
+        # "since the start of this month": after "of" or "since" the date stands alone.
+        lead = "" if _BARE_BEFORE.search(match.string[: match.start()]) else "in "
         if unit == "week":
             monday = said - timedelta(days=said.weekday()) + timedelta(weeks=step)
-            return f"in the week of {monday.isoformat()}", monday.isoformat()
+            return f"{lead}the week of {monday.isoformat()}", monday.isoformat()
         if unit == "month":
             year, month = _months_before(said, -step)
-            return f"in {MONTHS[month - 1].capitalize()} {year}", f"{year}-{month:02d}"
-        return f"in {said.year + step}", str(said.year + step)
+            return f"{lead}{MONTHS[month - 1].capitalize()} {year}", f"{year}-{month:02d}"
+        return f"{lead}{said.year + step}", str(said.year + step)
     # A month without a year: the last one (or, said of the future, the next one) of that name.
     month = MONTHS.index(match["month"].lower()) + 1
     prep = match["prep"].lower()

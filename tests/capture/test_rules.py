@@ -696,6 +696,8 @@ def test_we_at_work_is_still_the_team() -> None:
             "2026-02",
         ),
         ("yesterday we had dinner with my parents", "on 2026-03-08", "2026-03-08"),
+        ("i've gone vegan since the start of this month", "since the start of March 2026", "2026-03"),
+        ("i started physio this week", "in the week of 2026-03-09", "2026-03-09"),
     ],
 )
 def test_relative_dates_are_resolved_against_the_message_time(text: str, content: str, event_date: str) -> None:
@@ -904,7 +906,7 @@ def test_look_alikes_of_diet_and_work_facts_are_not_kept(text: str) -> None:
         ("any tips? i bake bread at a tiny bakery in leeds", "The user bakes bread at a tiny bakery in leeds."),
         (
             "ive gone fully vegetarian since the start of this month",
-            "The user has gone fully vegetarian since the start of this month.",
+            "The user has gone fully vegetarian since the start of March 2026.",
         ),
         ("i cant eat gluten", "The user can't eat gluten."),
     ],
