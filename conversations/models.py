@@ -48,7 +48,8 @@ class Message(models.Model):
     # A user message's sentences and clauses, each embedded alone with ``embedding_model``
     # (float32 rows back to back): in "help me budget? i freelance as a translator, so my income
     # swings" the whole message's vector is about budgets, and "what do i do for work" finds the
-    # clause (``retrieval.vectors.message_vectors.passages``). None: only the whole is searched.
+    # clause (``retrieval.vectors.message_vectors.passages``). b"": none; None: not embedded yet
+    # (the sweeper embeds a user message's, also one embedded before messages had passages).
     passage_vectors = models.BinaryField(null=True, blank=True, editable=False)
     # When the message was said, as its sender dated it (``timestamp``); else when it arrived.
     said_at = models.DateTimeField(null=True, blank=True)

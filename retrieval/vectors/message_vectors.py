@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 import numpy as np
+from django.db.models import Q
 
 from conversations.models import Message
 from retrieval.embedding.embedders import embedder_for_model
@@ -20,17 +21,22 @@ from retrieval.vectors.memory_vectors import active_model
 EMBEDDED_ROLES = ("user", "assistant")
 
 
+# A message still to embed: no vector yet, or (a user's, embedded before messages had passages)
+# no passage vectors; b"" says it has none to have.
+_AWAITING = Q(embedding_model="") | Q(role="user", passage_vectors__isnull=True)
+
+
 def messages_awaiting_embedding(*, older_than: datetime, limit: int) -> list[str]:
-    """Ids of user/assistant messages with text and no vector, created before ``older_than``."""
-    queryset = Message.objects.filter(embedding_model="", role__in=EMBEDDED_ROLES, created_at__lt=older_than)
+    """Ids of user/assistant messages with text still to embed (``_AWAITING``), created before ``older_than``."""
+    queryset = Message.objects.filter(_AWAITING, role__in=EMBEDDED_ROLES, created_at__lt=older_than)
     return [str(pk) for pk in queryset.exclude(content="").order_by("created_at").values_list("pk", flat=True)[:limit]]
 
 
 def embed_messages(*, message_ids: Sequence[str]) -> int:
-    """Embed messages that have no vector yet with their project's active model; how many."""
+    """Embed the messages still to embed with their project's active model; how many."""
     messages = list(
         Message.objects.select_related("conversation__project")
-        .filter(pk__in=message_ids, embedding_model="", role__in=EMBEDDED_ROLES)
+        .filter(_AWAITING, pk__in=message_ids, role__in=EMBEDDED_ROLES)
         .exclude(content="")
     )
     by_model: dict[str, list[Message]] = {}
@@ -44,8 +50,8 @@ def embed_messages(*, message_ids: Sequence[str]) -> int:
         for message, vector, each in zip(group, vectors[: len(group)], pieces, strict=True):
             rows = vectors[start : start + len(each)]
             start += len(each)
-            Message.objects.filter(pk=message.pk, embedding_model="").update(
-                embedding=vector, embedding_model=model, passage_vectors=rows.tobytes() if len(each) else None
+            Message.objects.filter(_AWAITING, pk=message.pk).update(
+                embedding=vector, embedding_model=model, passage_vectors=rows.tobytes()
             )
     return len(messages)
 

@@ -350,3 +350,22 @@ def test_a_change_word_outdates_an_earlier_message_close_in_meaning_without_a_sh
     found = [shell, pets, fish]
     episodes._overtaken(found)
     assert [(e.outdated, e.overtaken_by) for e in found] == [(True, fish), (False, None), (False, None)]
+
+
+def test_a_message_embedded_before_messages_had_passages_is_embedded_again_by_the_sweeper(api):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from retrieval.vectors.message_vectors import embed_messages, messages_awaiting_embedding
+
+    capture(api, [{"role": "user", "content": "plan dinners for me? i work nights as a paramedic, so i eat late"}])
+    said = Message.objects.get(role="user")
+    assert said.passage_vectors  # its clauses, embedded with it
+    Message.objects.filter(pk=said.pk).update(passage_vectors=None)  # as a message stored before passages
+    later = timezone.now() + timedelta(seconds=1)
+    assert messages_awaiting_embedding(older_than=later, limit=10) == [str(said.pk)]
+    assert embed_messages(message_ids=[str(said.pk)]) == 1
+    said.refresh_from_db()
+    assert len(bytes(said.passage_vectors)) == 3 * 384 * 4
+    assert messages_awaiting_embedding(older_than=later, limit=10) == []
