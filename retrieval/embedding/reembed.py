@@ -6,7 +6,8 @@
 2. Catch up memories created or edited meanwhile; build the model's HNSW index
    (``CONCURRENTLY``: writers are not blocked; progress as ``status: "indexing"``).
 3. In one transaction: point the project at the new model, and mark any memory still
-   without a new vector ``pending`` (the sweeper embeds it).
+   without a new vector ``pending`` (the sweeper embeds it), and every message embedded with
+   another model as awaiting its vector (the message sweeper embeds it again).
 4. After a grace period, drop the old vectors. A search embeds its query with the
    model it read at its start and filters on that model, so one that started just
    before the switch still finds the old, complete set.
@@ -26,6 +27,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 
 from common.redis import redis_client
+from conversations.models import Message
 from memories.models import Embedding, EmbeddingStatus, Memory, Project, Status
 from retrieval.embedding.embedders import embedder_for_model
 from retrieval.embedding.vector_cache import embed_texts
@@ -158,6 +160,11 @@ def switch_model(*, project_id: int, model: str) -> str:
         project.save(update_fields=["active_embedding_model"])
         Memory.objects.filter(pk__in=_missing(project, model).values("pk")).update(
             embedding_status=EmbeddingStatus.PENDING
+        )
+        # The messages' vectors are the old model's, which episodes no longer search by meaning:
+        # the message sweeper embeds them again with this one.
+        Message.objects.filter(conversation__project=project).exclude(embedding_model__in=("", model)).update(
+            embedding_model="", embedding=None, passage_vectors=None
         )
     return previous
 
