@@ -36,7 +36,8 @@ from retrieval.ranking.search import Candidate
 EPISODE_DEPTH = 30
 # Two messages are about the same thing when some passage of one is this close to some passage of
 # the other (MiniLM cosine; "we deploy to fly.io" / "we actually dropped fly.io": 0.58, "i use zsh"
-# / "switched to fish shell": 0.59). Chosen on the natural sets' dev people (docs/adr/0124-passages.md).
+# / "switched to fish shell": 0.59). Chosen on the natural sets' dev people
+# (docs/adr/0124-passages-and-the-news-first.md).
 SAME_TOPIC = 0.4
 # An episode's id in the shared ranking, so it cannot collide with a memory's.
 PREFIX = "episode:"
@@ -167,7 +168,7 @@ def find(
     said = [_said(row[7], row[6]) for row in rows]
     # A question asks about one of a message's clauses: the best of the message and its passages,
     # all passages of all candidates against the query vectors in one product.
-    best = _best_passages(said, [bool(row[6]) for row in rows], vectors)
+    best = _best_passages(said, vectors)
     found = []
     for index, (message_id, coverage, near, distances, outdated, words, _, _, *message) in enumerate(rows):
         cosines = [None if d is None else 1.0 - float(d) for d in (distances or [])]
@@ -206,11 +207,10 @@ def _said(whole: bytes | None, passage_vectors: bytes | None) -> np.ndarray | No
     return np.frombuffer(passage_vectors, dtype=np.float32).reshape(-1, vector.shape[1])
 
 
-def _best_passages(
-    said: Sequence[np.ndarray | None], has_passages: Sequence[bool], vectors: np.ndarray | None
-) -> dict[int, list[float]]:
-    """Per message with passages (by index), its best passage cosine with each query vector."""
-    chosen = {i: rows for i, (rows, has) in enumerate(zip(said, has_passages, strict=True)) if has and rows is not None}
+def _best_passages(said: Sequence[np.ndarray | None], vectors: np.ndarray | None) -> dict[int, list[float]]:
+    """Per message with vectors (by index), the best cosine of what it says (``_said``) with each
+    query vector (for a message without passages, its own vector's: the cosine it already has)."""
+    chosen = {i: rows for i, rows in enumerate(said) if rows is not None}
     if vectors is None or not chosen:
         return {}
     best = _best_per_block(list(chosen.values()), np.asarray(vectors, dtype=np.float32).T)

@@ -71,7 +71,7 @@ _PASSAGE_BREAK = re.compile(
 )
 # A piece shorter than this many words ("yes pls", "lol") says nothing a question could ask for.
 _PASSAGE_WORDS = 3
-# A message's passages are its first few: a pasted page is searched by its whole vector.
+# A message's passages are its first few: a pasted page costs no more than this many embeddings.
 MAX_PASSAGES = 8
 
 
